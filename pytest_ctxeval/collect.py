@@ -1,0 +1,145 @@
+"""pytest nodes: a scenario file, one run per (scenario x strategy), one item per probe."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .session import SESSION_KEY
+
+if TYPE_CHECKING:
+    from .results.record import ResultRecord
+    from .scenario.build import Conversation, ProbeCase
+    from .strategies.registry import StrategySpec
+
+RECORD_KEY = pytest.StashKey["ResultRecord"]()
+
+
+class ProbeFailed(Exception):
+    """The probe's verdict fails the item under --ctx-fail-on."""
+
+    def __init__(self, record: ResultRecord) -> None:
+        super().__init__(record.classification)
+        self.record = record
+
+
+class ScenarioFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Collector]:
+        from .scenario.loader import load_conversations
+
+        session = self.config.stash[SESSION_KEY]
+        session.collected_scenarios = True
+        conversations = load_conversations(self.path, display_path=self.display_path)
+        for conversation in conversations:
+            for spec in session.strategies:
+                yield ScenarioRun.from_parent(
+                    self, name=f"{conversation.id}[{spec.name}]", conversation=conversation, spec=spec
+                )
+
+    @property
+    def display_path(self) -> str:
+        try:
+            return self.path.relative_to(self.config.rootpath).as_posix()
+        except ValueError:
+            return str(self.path)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        from .scenario.errors import ScenarioError
+
+        if isinstance(excinfo.value, ScenarioError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioRun(pytest.Collector):
+    """One scenario under one strategy; its children are the probes."""
+
+    def __init__(
+        self, *, conversation: Conversation, spec: StrategySpec, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.conversation = conversation
+        self.spec = spec
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for probe in self.conversation.probes:
+            yield ProbeItem.from_parent(self, name=probe.id, probe=probe)
+
+
+class ProbeItem(pytest.Item):
+    def __init__(self, *, probe: ProbeCase, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.probe = probe
+        run = self.parent
+        assert isinstance(run, ScenarioRun)
+        self.run = run
+        for tag in run.conversation.scenario.tags:
+            if tag.isidentifier():
+                self.add_marker(tag)
+
+    def runtest(self) -> None:
+        session = self.config.stash[SESSION_KEY]
+        file = self.run.parent
+        assert isinstance(file, ScenarioFile)
+        record = session.evaluator.evaluate(
+            self.run.conversation, self.run.spec, self.probe, source=file.display_path
+        )
+        record.nodeid = self.nodeid
+        self.stash[RECORD_KEY] = record
+        fail_on = session.options.fail_on
+        if fail_on == "never":
+            return
+        if record.classification == "model_miss" and fail_on == "context_loss":
+            pytest.xfail(
+                f"model_miss: {session.options.model} failed this probe even with the full context"
+            )
+        if record.verdict != "pass":
+            raise ProbeFailed(record)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, ProbeFailed):
+            return format_failure(excinfo.value.record)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        line = self.run.conversation.probe_lines.get(self.probe.id)
+        return self.path, line, f"{self.run.name}::{self.name}"
+
+
+def format_failure(record: ResultRecord) -> str:
+    lines = [f"{record.classification}: {_explain(record)}"]
+    if record.error:
+        lines.append(f"error: {record.error}")
+    if record.expected is not None:
+        lines.append(f"expected:            {json.dumps(record.expected, sort_keys=True)}")
+    for check in record.failed_checks:
+        lines.append(f"failed check:        {check}")
+    lines.append(f"strategy answer:     {_quote(record.answer)}")
+    lines.append(f"full-context answer: {_quote(record.ground_truth_answer)}")
+    if record.fact_survival:
+        facts = ", ".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
+        lines.append(f"fact survival:       {facts}")
+    lines.append(
+        f"prompt tokens:       {record.prompt_tokens:,} (full context: {record.full_prompt_tokens:,})"
+    )
+    return "\n".join(lines)
+
+
+def _explain(record: ResultRecord) -> str:
+    return {
+        "context_loss": f"strategy {record.strategy!r} lost what the model needed "
+        "(the full-context answer meets the expectation)",
+        "model_miss": "the model fails even with the full context",
+        "divergent": "the answer differs from the full-context answer (no expectation given)",
+        "error": "the item could not be evaluated",
+    }.get(record.classification, record.classification)
+
+
+def _quote(text: str | None) -> str:
+    if text is None:
+        return "(none)"
+    text = text if len(text) <= 600 else text[:600] + f"… ({len(text):,} chars)"
+    return text.replace("\n", "\n" + " " * 21)

@@ -1,0 +1,74 @@
+"""Ask the probe: the window goes to the model, tool calls are answered by
+the strategy's handler, a bounded number of steps."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm.client import ModelClient, ModelError
+from ..llm.tokens import window_tokens
+from ..strategies.base import Window
+
+MAX_TOOL_STEPS = 4
+
+
+@dataclass
+class ProbeAnswer:
+    answer: str | None = None
+    error: str | None = None
+    llm_calls: int = 0
+    memory_retrievals: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    # Prompt tokens of every request made for this probe (tool steps included).
+    request_tokens: list[int] = field(default_factory=list)
+    tool_errors: list[str] = field(default_factory=list)
+
+
+def ask(client: ModelClient, window: Window, *, model: str) -> ProbeAnswer:
+    result = ProbeAnswer()
+    messages = list(window.messages)
+    for step in range(MAX_TOOL_STEPS + 1):
+        result.request_tokens.append(window_tokens(messages, window.tools, model))
+        tools = window.tools if step < MAX_TOOL_STEPS else None
+        try:
+            completion = client.complete(messages, tools)
+        except ModelError as exc:
+            result.error = str(exc)
+            return result
+        result.llm_calls += 1
+        result.cost_usd += completion.cost_usd
+        result.latency_s += completion.latency_s
+        if not completion.tool_calls:
+            result.answer = completion.content or ""
+            return result
+        messages.append(
+            {"role": "assistant", "content": completion.content, "tool_calls": completion.tool_calls}
+        )
+        for call in completion.tool_calls:
+            messages.append(_answer_tool_call(call, window, result))
+    result.error = f"no answer after {MAX_TOOL_STEPS} tool steps"
+    return result
+
+
+def _answer_tool_call(call: dict[str, Any], window: Window, result: ProbeAnswer) -> dict[str, Any]:
+    name = call["function"]["name"]
+    raw = call["function"].get("arguments") or "{}"
+    try:
+        args = json.loads(raw)
+        if not isinstance(args, dict):
+            raise ValueError("arguments are not a JSON object")
+    except ValueError as exc:
+        content = f"error: malformed arguments for {name}: {exc}"
+        result.tool_errors.append(content)
+    else:
+        if window.tool_handler is None:
+            content = f"error: no tool named {name!r} is offered"
+            result.tool_errors.append(content)
+        else:
+            content = window.tool_handler(name, args)
+            if name == "retrieve_memory":
+                result.memory_retrievals += 1
+    return {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}

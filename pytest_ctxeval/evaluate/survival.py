@@ -1,0 +1,26 @@
+"""Fact survival: is each needle/constraint still in the window at the probe?
+
+Deterministic and model-free: the cheapest regression signal."""
+
+from __future__ import annotations
+
+from ..scenario.build import Fact
+from ..strategies.base import Window, content_text
+
+
+def fact_survival(facts: list[Fact], window: Window) -> dict[str, str]:
+    visible = "\n".join(content_text(m) for m in window.messages).casefold()
+    stored = "\n".join(window.retrievable).casefold()
+    states: dict[str, str] = {}
+    for fact in facts:
+        text = fact.text.casefold()
+        answers = [a.casefold() for a in fact.answers]
+        if text in visible:
+            states[fact.id] = "verbatim"
+        elif answers and any(a in visible for a in answers):
+            states[fact.id] = "transformed"
+        elif text in stored or (answers and any(a in stored for a in answers)):
+            states[fact.id] = "in_store"
+        else:
+            states[fact.id] = "gone"
+    return states

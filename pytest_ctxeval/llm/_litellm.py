@@ -1,0 +1,22 @@
+"""The one place litellm is imported: lazily, offline, mocks registered."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from types import ModuleType
+
+
+@cache
+def get_litellm() -> ModuleType:
+    # The bundled cost map and no tokenizer downloads: nothing may fetch at run time.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    from .providers import register_mock_provider
+
+    register_mock_provider(litellm)
+    return litellm

@@ -1,0 +1,83 @@
+"""Lexical helpers shared by the mock models: sentences, terms, overlap."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+
+_STOPWORDS = frozenset(
+    """about above after again all also and any are aren't because been before being
+    below between both but can could did does doing down during each few for from
+    further had has have having her here hers him his how i'm into its it's itself
+    just let's more most much not now off once only other our ours out over own
+    please same she should some such tell than that the their theirs them then
+    there these they this those through too under until very was were what when
+    where which while who whom why will with would you your yours yourself me my
+    is be it of to in on at as by or an if so do we he us no yes give show say
+    again know think""".split()
+)
+
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'\-]*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_MAX_SENTENCE = 400
+
+
+def terms(text: str) -> list[str]:
+    """Content words, lower-cased and lightly stemmed.
+
+    A lone capital letter or digit is kept ("input B", "step 3"): in chat it
+    is usually a label someone will refer back to."""
+    out = []
+    for word in _WORD.findall(text):
+        word = word.strip("'-")
+        if not word:
+            continue
+        if len(word) == 1:
+            if word.isupper() or word.isdigit():
+                out.append(word.lower())
+            continue
+        low = word.lower()
+        if low in _STOPWORDS:
+            continue
+        out.append(_stem(low))
+    return out
+
+
+def _stem(word: str) -> str:
+    if word.endswith("'s"):
+        word = word[:-2]
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def sentences(text: str) -> list[str]:
+    """Lines, then sentences; very long lines (minified JSON) in chunks."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        for sentence in _SENTENCE_END.split(line):
+            sentence = sentence.strip()
+            while len(sentence) > _MAX_SENTENCE:
+                cut = max(sentence.rfind(sep, 0, _MAX_SENTENCE) for sep in (", ", "; ", "} "))
+                cut = cut + 1 if cut > 0 else _MAX_SENTENCE
+                out.append(sentence[:cut].strip())
+                sentence = sentence[cut:].strip()
+            if sentence:
+                out.append(sentence)
+    return out
+
+
+def idf_weights(documents: Iterable[set[str]]) -> dict[str, float]:
+    docs = list(documents)
+    df: Counter[str] = Counter()
+    for doc in docs:
+        df.update(doc)
+    n = len(docs) or 1
+    return {term: math.log(1 + n / count) for term, count in df.items()}

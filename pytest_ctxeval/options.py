@@ -1,0 +1,94 @@
+"""Command-line options and their ini twins (the option wins over the ini)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+FAIL_ON = ("context_loss", "fail", "never")
+RECORD_MODES = ("none", "new", "all")
+
+# option dest -> (flag, ini help, default)
+_OPTIONS: dict[str, tuple[str, str, str | None]] = {
+    "ctx_strategy": (
+        "--ctx-strategy",
+        "Strategies to run: names, a comma list, 'all', or module:Class",
+        "all",
+    ),
+    "ctx_model": (
+        "--ctx-model",
+        "Any litellm model string, or a mock: ctxeval/oracle, ctxeval/lost-in-middle, ctxeval/echo",
+        "ctxeval/oracle",
+    ),
+    "ctx_api_base": ("--ctx-api-base", "Base URL of an OpenAI-compatible server", None),
+    "ctx_report": ("--ctx-report", "Where to write the HTML report", "reports/ctxeval.html"),
+    "ctx_results": ("--ctx-results", "Where to write JSONL result records", "reports/results.jsonl"),
+    "ctx_fail_on": (
+        "--ctx-fail-on",
+        "What fails the run: context_loss, fail (also model misses) or never",
+        "context_loss",
+    ),
+}
+
+
+def _fail_on(value: str) -> str:
+    if value not in FAIL_ON:
+        raise pytest.UsageError(
+            f"--ctx-fail-on: invalid value {value!r}; expected one of: {', '.join(FAIL_ON)}"
+        )
+    return value
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ctxeval", "context-strategy evaluation (pytest-ctxeval)")
+    for dest, (flag, help_text, default) in _OPTIONS.items():
+        shown = f" (default: {default})" if default else ""
+        group.addoption(flag, dest=dest, default=None, help=help_text + shown)
+        parser.addini(dest, help_text + shown, default=default)
+    parser.addini(
+        "ctx_scenario_dirs",
+        "Directories whose YAML files are scenarios (default: scenarios)",
+        type="linelist",
+        default=["scenarios"],
+    )
+
+
+@dataclass(frozen=True)
+class CtxOptions:
+    strategies: str
+    model: str
+    api_base: str | None
+    report: Path
+    results: Path
+    fail_on: str
+    scenario_dirs: tuple[Path, ...]
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> CtxOptions:
+        def get(dest: str) -> str | None:
+            value = config.getoption(dest)
+            if value is None:
+                value = config.getini(dest)
+            return value or None
+
+        root = config.rootpath
+        invocation = config.invocation_params.dir
+
+        def output_path(dest: str) -> Path:
+            # A path given on the command line is relative to where pytest ran;
+            # one from the ini file is relative to the project root.
+            value = get(dest) or _OPTIONS[dest][2] or ""
+            base = invocation if config.getoption(dest) else root
+            return (base / value).resolve()
+
+        return cls(
+            strategies=get("ctx_strategy") or "all",
+            model=get("ctx_model") or "ctxeval/oracle",
+            api_base=get("ctx_api_base"),
+            report=output_path("ctx_report"),
+            results=output_path("ctx_results"),
+            fail_on=_fail_on(get("ctx_fail_on") or "context_loss"),
+            scenario_dirs=tuple((root / d).resolve() for d in config.getini("ctx_scenario_dirs")),
+        )

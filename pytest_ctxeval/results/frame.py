@@ -1,0 +1,122 @@
+"""Result records as a pandas frame, and the per-strategy / per-scenario aggregates.
+
+Imported only when a report is written (pandas costs ~0.5 s to import), so the
+top-level import is fine here but callers must import this module lazily.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .record import CLASSIFICATIONS, ResultRecord
+
+# Worst first: a matrix cell shows the most alarming outcome of its probes.
+# context_loss is the bug the tool exists to catch; error means "unknown" and
+# must not hide behind ok; model_miss is not the strategy's fault.
+SEVERITY: dict[str, int] = {
+    "context_loss": 5,
+    "error": 4,
+    "divergent": 3,
+    "model_miss": 2,
+    "rescued": 1,
+    "ok": 0,
+}
+
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "items",
+    "passed",
+    *CLASSIFICATIONS,
+    "cumulative_input_tokens",
+    "mean_prompt_tokens",
+    "cost_usd",
+    "memory_retrievals",
+    "tokens_saved_vs_full",
+)
+
+
+def records_frame(records: list[ResultRecord]) -> pd.DataFrame:
+    """One row per record; columns are the record fields (dict fields stay dicts)."""
+    columns = list(ResultRecord.model_fields)
+    if not records:
+        return pd.DataFrame(columns=columns)
+    rows = [r.model_dump() for r in records]
+    df = pd.DataFrame.from_records(rows)
+    # Keep the declared field order first; extra (allowed) fields go after.
+    extra = [c for c in df.columns if c not in columns]
+    return df[columns + extra]
+
+
+def _session_tokens(df: pd.DataFrame) -> pd.Series:
+    """Cumulative input tokens per strategy, counting each simulated session once.
+
+    All probes (and repeats) of one scenario under one strategy and budget share
+    one simulated session, so their cumulative counts overlap: take the max per
+    session, then sum the sessions. Budget is part of the key because a budget
+    sweep simulates one session per budget.
+    """
+    keys = ["strategy", "scenario", "budget"]
+    per_session = df.groupby(keys, dropna=False)["cumulative_input_tokens"].max()
+    return per_session.groupby(level="strategy").sum()
+
+
+def strategy_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Per-strategy counts, tokens and cost, indexed by strategy (sorted)."""
+    if df.empty:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS), index=pd.Index([], name="strategy"))
+
+    base = (
+        df.assign(_passed=df["verdict"].eq("pass"))
+        .groupby("strategy", sort=True)
+        .agg(
+            items=("verdict", "size"),
+            passed=("_passed", "sum"),
+            mean_prompt_tokens=("prompt_tokens", "mean"),
+            cost_usd=("cost_usd", "sum"),
+            memory_retrievals=("memory_retrievals", "sum"),
+            _prompt_sum=("prompt_tokens", "sum"),
+            _full_sum=("full_prompt_tokens", "sum"),
+        )
+    )
+    # reindex so every classification has a column, even when none occurred.
+    counts = pd.crosstab(df["strategy"], df["classification"]).reindex(
+        columns=list(CLASSIFICATIONS), fill_value=0
+    )
+    out = base.join(counts).fillna({c: 0 for c in CLASSIFICATIONS})
+    out["cumulative_input_tokens"] = _session_tokens(df)
+    # Undefined (NaN) rather than 0 or 1 when no full-context size is known.
+    full = out["_full_sum"].where(out["_full_sum"] > 0)
+    out["tokens_saved_vs_full"] = 1 - out["_prompt_sum"] / full
+
+    out = out[list(SUMMARY_COLUMNS)]
+    int_cols = ["items", "passed", *CLASSIFICATIONS, "cumulative_input_tokens", "memory_retrievals"]
+    out = out.astype({c: "int64" for c in int_cols})
+    out.index.name = "strategy"
+    return out.sort_index()
+
+
+def classification_matrix(df: pd.DataFrame) -> pd.DataFrame:
+    """Scenario x strategy; each cell names the worst classification and its count.
+
+    ``"ok 3"`` means all three probes were ok; ``"context_loss 1/3"`` means one of
+    three was lost. Pairs that were not run are empty strings.
+    """
+    if df.empty:
+        return pd.DataFrame(
+            index=pd.Index([], name="scenario"), columns=pd.Index([], name="strategy")
+        )
+
+    keys = ["scenario", "strategy"]
+    ranked = df[keys + ["classification"]].assign(_rank=df["classification"].map(SEVERITY))
+    worst_rank = ranked.groupby(keys)["_rank"].transform("max")
+    ranked = ranked.assign(_is_worst=ranked["_rank"].eq(worst_rank))
+    agg = ranked.groupby(keys).agg(
+        rank=("_rank", "max"), total=("_rank", "size"), worst=("_is_worst", "sum")
+    )
+
+    name = agg["rank"].map({v: k for k, v in SEVERITY.items()})
+    total = agg["total"].astype(str)
+    fraction = agg["worst"].astype(str) + "/" + total
+    cell = name + " " + fraction.where(agg["worst"] != agg["total"], total)
+
+    matrix = cell.unstack("strategy").sort_index().sort_index(axis=1)
+    return matrix.fillna("")

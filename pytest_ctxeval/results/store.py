@@ -1,0 +1,53 @@
+"""JSONL result store: append and flush each record as soon as it exists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .record import ResultRecord
+
+
+class ResultWriter:
+    """Appends records to a JSONL file; each line is flushed at once so an
+    interrupted run keeps everything already finished."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("w", encoding="utf-8")
+
+    def write(self, record: ResultRecord) -> None:
+        data = record.model_dump(mode="json")
+        self._fh.write(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def load_results(path: str | Path) -> list[ResultRecord]:
+    """Read a results file; a line that is not a record raises ValueError
+    naming the file and line."""
+    return list(iter_results(Path(path)))
+
+
+def iter_results(path: Path) -> Iterator[ResultRecord]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield ResultRecord.model_validate_json(line)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{lineno}: not a result record: {exc}") from None
+
+
+def write_results(path: Path, records: Iterable[ResultRecord]) -> None:
+    writer = ResultWriter(path)
+    try:
+        for record in records:
+            writer.write(record)
+    finally:
+        writer.close()

@@ -1,0 +1,200 @@
+"""Turn a validated Scenario into the concrete session the harness replays:
+OpenAI-style messages with needles and constraints planted, and the probes."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .generators import generate_text, generate_turns
+from .schema import (
+    AssistantTurn,
+    Expectation,
+    GenerateTurn,
+    Needle,
+    Scenario,
+    ToolTurn,
+    UserTurn,
+)
+
+Message = dict[str, Any]
+
+
+class BuildProblem(ValueError):
+    """A scenario that validates but cannot be built; ``loc`` points into the YAML."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Something the model must still know at the probe: a needle or a constraint."""
+
+    id: str
+    kind: Literal["needle", "constraint"]
+    text: str
+    answers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbeCase:
+    id: str
+    question: str
+    expect: Expectation | None
+    needle: str | None = None
+    constraint: str | None = None
+
+
+@dataclass
+class Conversation:
+    scenario: Scenario
+    messages: list[Message]  # system first (if any), then the session
+    probes: list[ProbeCase]
+    facts: list[Fact] = field(default_factory=list)
+    # probe id -> 1-based line of its YAML entry (set by the loader)
+    probe_lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.scenario.id
+
+
+def build_conversation(scenario: Scenario) -> Conversation:
+    session = _expand_turns(scenario)
+    for i, constraint in enumerate(scenario.constraints):
+        _plant_constraint(session, constraint.text, constraint.at_turn, ("constraints", i, "at_turn"))
+    for i, needle in enumerate(scenario.needles):
+        _plant_needle(session, needle, i)
+    system = [{"role": "system", "content": scenario.system}] if scenario.system else []
+    return Conversation(
+        scenario=scenario,
+        messages=system + session,
+        probes=[_probe_case(scenario, p) for p in scenario.probes],
+        facts=_facts(scenario),
+    )
+
+
+def _expand_turns(scenario: Scenario) -> list[Message]:
+    messages: list[Message] = []
+    pending: list[dict[str, Any]] = []  # tool calls still waiting for a result
+    call_no = 0
+
+    def next_id() -> str:
+        nonlocal call_no
+        call_no += 1
+        return f"call_{call_no}"
+
+    for index, turn in enumerate(scenario.turns):
+        if isinstance(turn, UserTurn):
+            messages.append({"role": "user", "content": turn.user})
+        elif isinstance(turn, AssistantTurn):
+            message: Message = {"role": "assistant", "content": turn.assistant}
+            if turn.tool_calls:
+                calls = [_tool_call(c.id or next_id(), c.name, c.args) for c in turn.tool_calls]
+                message["tool_calls"] = calls
+                pending = list(calls)
+            messages.append(message)
+        elif isinstance(turn, ToolTurn):
+            spec = turn.tool
+            output = spec.output if spec.output is not None else generate_text(spec.generate)  # type: ignore[arg-type]
+            call = next((c for c in pending if c["function"]["name"] == spec.name), None)
+            if call is None:
+                # A bare tool output: synthesise the assistant call it answers.
+                call = _tool_call(next_id(), spec.name, spec.args)
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            else:
+                pending.remove(call)
+            messages.append(
+                {"role": "tool", "tool_call_id": call["id"], "name": spec.name, "content": output}
+            )
+        elif isinstance(turn, GenerateTurn):
+            messages.extend(generate_turns(turn.generate))
+        else:  # pragma: no cover - the schema admits nothing else
+            raise BuildProblem(("turns", index), f"unsupported turn {turn!r}")
+    return messages
+
+
+def _tool_call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    arguments = json.dumps(args, sort_keys=True)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _plant_constraint(
+    session: list[Message], text: str, at_turn: int, loc: tuple[str | int, ...]
+) -> None:
+    """Constraints are said by the user: joined to the user message at or
+    before ``at_turn`` (1-based), or the first one after it."""
+    if at_turn > max(len(session), 1):
+        raise BuildProblem(loc, f"at_turn {at_turn} is past the session's {len(session)} messages")
+    users = [i for i, m in enumerate(session) if m["role"] == "user"]
+    if not users:
+        session.insert(0, {"role": "user", "content": text})
+        return
+    before = [i for i in users if i <= at_turn - 1]
+    target = before[-1] if before else users[0]
+    session[target]["content"] = f"{session[target]['content']}\n{text}"
+
+
+def _plant_needle(session: list[Message], needle: Needle, index: int) -> None:
+    if not session:
+        raise BuildProblem(("needles", index), "cannot plant a needle in an empty session")
+    if needle.turn is not None:
+        if needle.turn > len(session):
+            raise BuildProblem(
+                ("needles", index, "turn"),
+                f"turn {needle.turn} is past the session's {len(session)} messages",
+            )
+        message = session[needle.turn - 1]
+        text = message.get("content") or ""
+        message["content"] = _insert_text(text, len(text) // 2, needle.text)
+        return
+    # Depth is measured in characters of the whole session (a close proxy for tokens).
+    sizes = [len(m.get("content") or "") for m in session]
+    target = round((needle.depth or 0.0) * sum(sizes))
+    start = 0
+    for message, size in zip(session, sizes):
+        if target <= start + size or message is session[-1]:
+            text = message.get("content") or ""
+            message["content"] = _insert_text(text, target - start, needle.text)
+            return
+        start += size
+
+
+def _insert_text(text: str, at: int, needle: str) -> str:
+    """Insert at the line or sentence boundary nearest ``at``."""
+    if not text:
+        return needle
+    at = max(0, min(at, len(text)))
+    if at == 0:
+        return f"{needle}\n{text}" if "\n" in text else f"{needle} {text}"
+    if at == len(text):
+        return f"{text}\n{needle}" if "\n" in text else f"{text} {needle}"
+    for sep in ("\n", ". ", " "):
+        cuts = [i + len(sep) for i in range(len(text)) if text.startswith(sep, i)]
+        if cuts:
+            cut = min(cuts, key=lambda c: abs(c - at))
+            glue = "\n" if sep == "\n" else " "
+            return f"{text[:cut]}{needle}{glue}{text[cut:]}"
+    return f"{text} {needle}"
+
+
+def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:
+    needle = next((n for n in scenario.needles if n.id == probe.needle), None)
+    question = probe.user or (needle.question if needle else "")
+    expect = probe.expect
+    if expect is None and needle is not None and needle.answer is not None:
+        answers = [needle.answer] if isinstance(needle.answer, str) else list(needle.answer)
+        expect = Expectation(contains_any=answers)
+    return ProbeCase(probe.id, question, expect, probe.needle, probe.constraint)
+
+
+def _facts(scenario: Scenario) -> list[Fact]:
+    facts = []
+    for n in scenario.needles:
+        answers = () if n.answer is None else ((n.answer,) if isinstance(n.answer, str) else tuple(n.answer))
+        facts.append(Fact(n.id, "needle", n.text, answers))
+    facts.extend(Fact(c.id, "constraint", c.text) for c in scenario.constraints)
+    return facts

@@ -1,0 +1,229 @@
+"""Scenario format v1 as pydantic models (DESIGN section 6).
+
+Unknown keys are errors everywhere (``extra="forbid"``), so a typo in a
+scenario is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GenerateSpec(Strict):
+    """A seeded generator; same seed, same output."""
+
+    kind: Literal["chitchat", "json_rows", "log_lines", "prose"]
+    seed: int = 0
+    turns: int = Field(default=4, ge=1, le=10_000, description="chitchat: user/assistant pairs")
+    rows: int = Field(default=50, ge=1, le=1_000_000, description="json_rows / log_lines")
+    words: int = Field(default=200, ge=1, le=10_000_000, description="prose: words")
+
+
+class ToolCallSpec(Strict):
+    id: str | None = None
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolOutput(Strict):
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: str | None = None
+    generate: GenerateSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ToolOutput:
+        if (self.output is None) == (self.generate is None):
+            raise ValueError("a tool turn needs exactly one of 'output' or 'generate'")
+        return self
+
+
+class UserTurn(Strict):
+    user: str
+
+
+class AssistantTurn(Strict):
+    assistant: str | None = None
+    tool_calls: list[ToolCallSpec] = Field(default_factory=list)
+
+
+class ToolTurn(Strict):
+    tool: ToolOutput
+
+
+class GenerateTurn(Strict):
+    generate: GenerateSpec
+
+
+TURN_KINDS = ("user", "assistant", "tool", "generate")
+
+
+def _turn_kind(value: Any) -> str | None:
+    if isinstance(value, BaseModel):
+        for kind in TURN_KINDS:
+            if kind in type(value).model_fields:
+                return kind
+    if isinstance(value, dict):
+        present = [k for k in TURN_KINDS if k in value]
+        if len(present) == 1:
+            return present[0]
+    return None
+
+
+Turn = Annotated[
+    Annotated[UserTurn, Tag("user")]
+    | Annotated[AssistantTurn, Tag("assistant")]
+    | Annotated[ToolTurn, Tag("tool")]
+    | Annotated[GenerateTurn, Tag("generate")],
+    Discriminator(
+        _turn_kind,
+        custom_error_type="turn_kind",
+        custom_error_message="a turn is a mapping with exactly one of the keys "
+        "user, assistant, tool, generate",
+    ),
+]
+
+
+class Expectation(Strict):
+    """Checks on an answer; case-insensitive unless ``case_sensitive``."""
+
+    contains: str | None = None
+    contains_any: list[str] | None = None
+    contains_all: list[str] | None = None
+    not_contains: str | list[str] | None = None
+    regex: str | None = None
+    not_regex: str | None = None
+    equals: str | None = None
+    case_sensitive: bool = False
+
+    @field_validator("regex", "not_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> Expectation:
+        checks = self.model_dump(exclude={"case_sensitive"}, exclude_none=True)
+        if not checks:
+            raise ValueError(
+                "an expectation needs at least one of contains, contains_any, contains_all, "
+                "not_contains, regex, not_regex, equals"
+            )
+        return self
+
+
+class Needle(Strict):
+    """A fact planted at a turn (1-based message index) or a depth (0..1 of tokens)."""
+
+    id: str = Field(pattern=SLUG)
+    text: str = Field(min_length=1)
+    question: str | None = None
+    answer: str | list[str] | None = None
+    depth: float | None = Field(default=None, ge=0.0, le=1.0)
+    turn: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_place(self) -> Needle:
+        if (self.depth is None) == (self.turn is None):
+            raise ValueError("a needle needs exactly one of 'depth' (0..1) or 'turn' (1-based)")
+        return self
+
+
+class Constraint(Strict):
+    """An instruction the user states at a turn and a later answer must respect."""
+
+    id: str = Field(pattern=SLUG)
+    text: str = Field(min_length=1)
+    at_turn: int = Field(default=1, ge=1)
+
+
+class Probe(Strict):
+    """The question at turn N+1: a user message, or a needle's question."""
+
+    id: str = Field(pattern=SLUG)
+    user: str | None = None
+    needle: str | None = None
+    constraint: str | None = None
+    expect: Expectation | None = None
+
+    @model_validator(mode="after")
+    def _has_question(self) -> Probe:
+        if self.user is None and self.needle is None:
+            raise ValueError("a probe needs 'user' (the question) or 'needle' (a needle id)")
+        return self
+
+
+class Scenario(Strict):
+    """One long session and the probes asked at its end."""
+
+    id: str = Field(pattern=SLUG)
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    system: str | None = None
+    turns: list[Turn] = Field(default_factory=list)
+    needles: list[Needle] = Field(default_factory=list)
+    constraints: list[Constraint] = Field(default_factory=list)
+    probes: list[Probe] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _references(self) -> Scenario:
+        for kind, items in (
+            ("needle", self.needles),
+            ("constraint", self.constraints),
+            ("probe", self.probes),
+        ):
+            seen: set[str] = set()
+            for item in items:
+                if item.id in seen:
+                    raise ValueError(f"duplicate {kind} id {item.id!r}")
+                seen.add(item.id)
+        needles = {n.id: n for n in self.needles}
+        constraints = {c.id for c in self.constraints}
+        for probe in self.probes:
+            if probe.needle is not None:
+                needle = needles.get(probe.needle)
+                if needle is None:
+                    raise ValueError(
+                        f"probe {probe.id!r} names needle {probe.needle!r}; "
+                        f"known needles: {', '.join(sorted(needles)) or 'none'}"
+                    )
+                if probe.user is None and needle.question is None:
+                    raise ValueError(
+                        f"probe {probe.id!r}: needle {needle.id!r} has no 'question'"
+                    )
+                if probe.expect is None and needle.answer is None:
+                    raise ValueError(f"probe {probe.id!r}: needle {needle.id!r} has no 'answer'")
+            if probe.constraint is not None and probe.constraint not in constraints:
+                raise ValueError(
+                    f"probe {probe.id!r} names constraint {probe.constraint!r}; "
+                    f"known constraints: {', '.join(sorted(constraints)) or 'none'}"
+                )
+        return self
+
+
+class ScenarioFile(Strict):
+    """A file holds one scenario, or several under ``scenarios:``."""
+
+    scenarios: list[Scenario] = Field(min_length=1)

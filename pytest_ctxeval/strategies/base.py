@@ -1,0 +1,130 @@
+"""The strategy protocol: plain Python over OpenAI-style message dicts.
+
+A strategy sees the session one message at a time (``add``) and, whenever the
+agent is about to call the model, returns the window it would send
+(``window``).  The last message added is the current one (the user's question
+or a tool result); a strategy never alters it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, Any]
+ToolHandler = Callable[[str, dict[str, Any]], str]
+
+
+@dataclass
+class Window:
+    """What a strategy sends on one model call."""
+
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    # Answers the calls the model makes to ``tools``; None when no tools.
+    tool_handler: ToolHandler | None = None
+    # Original texts that are not in ``messages`` but can be retrieved by a
+    # tool; fact survival reports a fact found only here as ``in_store``.
+    retrievable: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StrategyContext:
+    """What the harness gives a strategy: a model to call and a token counter."""
+
+    count_tokens: Callable[[str], int]
+    # Calls the session's model: (messages) -> assistant text.  Counted by the
+    # harness as strategy calls.  None when the strategy may not call a model.
+    complete: Callable[[list[Message]], str] | None = None
+
+
+@runtime_checkable
+class ContextStrategy(Protocol):
+    """Anything with these methods can be evaluated."""
+
+    name: str
+
+    def add(self, message: Message) -> None: ...
+
+    def window(self) -> Window: ...
+
+
+class BaseStrategy:
+    """Convenience base: keeps the raw history and knows how to fork itself."""
+
+    name = "base"
+    description = ""
+
+    def __init__(self) -> None:
+        self.history: list[Message] = []
+        self.ctx: StrategyContext | None = None
+
+    def setup(self, ctx: StrategyContext) -> None:
+        self.ctx = ctx
+
+    def add(self, message: Message) -> None:
+        self.history.append(message)
+
+    def end_session(self) -> None:
+        """Called when a chat ends and a new one begins (multi-session)."""
+
+    def window(self) -> Window:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def fork(self) -> BaseStrategy:
+        """An independent copy: each probe continues from the same state."""
+        return copy.deepcopy(self)
+
+    def params(self) -> dict[str, Any]:
+        """The parameters this instance runs with, for reports and listings."""
+        return {}
+
+
+def fork_strategy(strategy: ContextStrategy) -> ContextStrategy:
+    fork = getattr(strategy, "fork", None)
+    return fork() if callable(fork) else copy.deepcopy(strategy)
+
+
+def split_system(messages: list[Message]) -> tuple[list[Message], list[Message]]:
+    """Leading system messages, and the rest."""
+    i = 0
+    while i < len(messages) and messages[i].get("role") == "system":
+        i += 1
+    return messages[:i], messages[i:]
+
+
+def content_text(message: Message) -> str:
+    """The text of a message; OpenAI content parts are joined."""
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = [p.get("text", "") for p in content if isinstance(p, dict)]
+    return "".join(parts)
+
+
+def tool_call_ids(message: Message) -> list[str]:
+    """The ids of the tool calls an assistant message makes."""
+    return [str(call.get("id")) for call in message.get("tool_calls") or []]
+
+
+def current_exchange_start(messages: list[Message]) -> int:
+    """Index where the current exchange begins.
+
+    Usually the current message itself; when it is a tool result, the
+    assistant message that made the call (and any sibling results), since a
+    tool result must never be sent without its call.
+    """
+    last = len(messages) - 1
+    if last < 0 or messages[last].get("role") != "tool":
+        return max(last, 0)
+    i = last
+    while i > 0 and messages[i - 1].get("role") == "tool":
+        i -= 1
+    caller = i - 1
+    if caller >= 0 and messages[last].get("tool_call_id") in tool_call_ids(messages[caller]):
+        return caller
+    return last

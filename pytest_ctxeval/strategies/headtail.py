@@ -1,0 +1,133 @@
+"""``headtail``: keep the head and tail of bulky messages, store the middle.
+
+The model sees where each middle went (a marker with a memory id) and can get
+it back with the ``retrieve_memory`` tool, whose description lists every
+memory with its position and a preview.  Repeated identical tool calls keep
+only their latest result, so stale copies do not crowd the window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import BaseStrategy, Message, Window, content_text
+from .memory_store import MemoryStore
+from .registry import register_strategy
+
+RETRIEVE_TOOL = "retrieve_memory"
+TOOL_INTRO = "Retrieve text that was moved out of the conversation into memory. Stored memories:"
+# The mock model parses these two formats; change them together with it.
+MARKER = '\n[… {n} chars stored as memory {id}; call retrieve_memory(id="{id}") …]\n'
+LISTING_LINE = "\nid={id} | position {position}/{total} | messages {count} | preview: {preview}"
+SUPERSEDED = "[superseded by a later call of {name} with the same arguments]"
+
+
+@register_strategy("headtail")
+class HeadTailStrategy(BaseStrategy):
+    name = "headtail"
+    description = "Keep head and tail of each bulky message; its middle goes to retrievable memory."
+
+    def __init__(self, head: int = 100, tail: int = 100) -> None:
+        super().__init__()
+        for param, value in (("head", head), ("tail", tail)):
+            if value < 0:
+                raise ValueError(f"headtail: {param} must be >= 0, got {value!r}")
+        self.head = head
+        self.tail = tail
+        self.store = MemoryStore()
+        # History never changes, so each message is shortened (and stored) once:
+        # window() runs on every turn and must not re-read the bulky texts.
+        self._shown: dict[int, Message] = {}  # message index -> as the window shows it
+        self._listing: list[tuple[str, str]] = []  # per memory: its line around "{total}"
+        self._originals: list[str] = []
+
+    def params(self) -> dict[str, Any]:
+        return {"head": self.head, "tail": self.tail}
+
+    def window(self) -> Window:
+        last = len(self.history) - 1
+        superseded = superseded_results(self.history)
+        messages: list[Message] = []
+        for index, message in enumerate(self.history):
+            if index in superseded:
+                messages.append({**message, "content": superseded[index]})
+            elif index == last:
+                messages.append(message)  # the current message goes in unaltered
+            else:
+                if index not in self._shown:
+                    self._shown[index] = self._shorten(index, message)
+                messages.append(self._shown[index])
+        if not self._listing:
+            return Window(messages=messages)
+        total = str(len(self.history))
+        listing = "".join(before + total + after for before, after in self._listing)
+        return Window(
+            messages=messages,
+            tools=[retrieve_tool(TOOL_INTRO + listing)],
+            tool_handler=self.tool_handler,
+            retrievable=list(self._originals),
+        )
+
+    def tool_handler(self, name: str, args: dict[str, Any]) -> str:
+        known = ", ".join(e.id for e in self.store.entries()) or "none"
+        if name != RETRIEVE_TOOL:
+            return f"error: unknown tool {name!r}; use {RETRIEVE_TOOL} with one of: {known}"
+        memory_id = str(args.get("id", "")).strip() if isinstance(args, dict) else ""
+        entry = self.store.get(memory_id)
+        if entry is None:
+            return f"error: no memory with id {memory_id!r}; known memory ids: {known}"
+        return entry.text
+
+    def _shorten(self, index: int, message: Message) -> Message:
+        text = content_text(message)
+        if message.get("role") == "system" or len(text) <= self.head + self.tail:
+            return message
+        end = len(text) - self.tail
+        entry = self.store.put(position=index + 1, text=text[self.head : end], original=text)
+        before, after = LISTING_LINE.split("{total}")
+        self._listing.append(
+            (
+                before.format(id=entry.id, position=entry.position),
+                after.format(count=entry.message_count, preview=entry.preview),
+            )
+        )
+        self._originals.append(text)
+        marker = MARKER.format(n=end - self.head, id=entry.id)
+        return {**message, "content": text[: self.head] + marker + text[end:]}
+
+
+def superseded_results(history: list[Message]) -> dict[int, str]:
+    """Index -> replacement text for every tool result a later identical call repeats."""
+    calls: dict[Any, tuple[str, str]] = {}
+    results: list[tuple[int, tuple[str, str]]] = []
+    latest: dict[tuple[str, str], int] = {}
+    for index, message in enumerate(history):
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            name, arguments = function.get("name", ""), function.get("arguments", "")
+            calls[call.get("id")] = (str(name), str(arguments))
+        key = calls.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
+        if key is not None:
+            results.append((index, key))
+            latest[key] = index
+    return {
+        index: SUPERSEDED.format(name=key[0])
+        for index, key in results
+        if latest[key] != index
+    }
+
+
+def retrieve_tool(description: str) -> dict[str, Any]:
+    """The ``retrieve_memory`` tool in OpenAI function-calling format."""
+    return {
+        "type": "function",
+        "function": {
+            "name": RETRIEVE_TOOL,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"id": {"type": "string", "description": "memory id, e.g. m1"}},
+                "required": ["id"],
+            },
+        },
+    }

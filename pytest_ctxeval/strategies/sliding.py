@@ -1,0 +1,43 @@
+"""``sliding``: the system prompt plus the last ``turns`` turns.
+
+A turn starts at a user message (LangChain ``trim_messages(strategy="last",
+start_on="human")``), so a tool call and its result always fall in the same
+turn and are kept or dropped together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import BaseStrategy, Window, current_exchange_start, split_system
+from .registry import register_strategy
+
+
+@register_strategy("sliding")
+class SlidingStrategy(BaseStrategy):
+    name = "sliding"
+    description = "The system prompt plus the last k turns, each starting at a user message."
+
+    def __init__(self, turns: int = 6, keep_system: bool = True) -> None:
+        super().__init__()
+        if turns < 1:
+            raise ValueError(f"sliding: turns must be >= 1, got {turns!r}")
+        self.turns = turns
+        self.keep_system = keep_system
+
+    def params(self) -> dict[str, Any]:
+        return {"turns": self.turns, "keep_system": self.keep_system}
+
+    def window(self) -> Window:
+        system, rest = split_system(self.history)
+        pinned = system if self.keep_system else []
+        if not rest:
+            # Only system messages so far: the last one is the current message.
+            return Window(messages=pinned or self.history[-1:])
+        starts = [i for i, m in enumerate(rest) if m.get("role") == "user"]
+        if starts:
+            begin = starts[-min(self.turns, len(starts))]
+        else:
+            # No user message yet: keep at least the current message and its call.
+            begin = current_exchange_start(rest)
+        return Window(messages=pinned + rest[begin:])

@@ -1,0 +1,373 @@
+"""What each built-in strategy puts in the window, on a small hand-made session."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import re
+
+import pytest
+
+from pytest_ctxeval.strategies.base import BaseStrategy, ContextStrategy, Message
+from pytest_ctxeval.strategies.full import FullStrategy
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.memory_store import MemoryEntry, MemoryStore, make_preview
+from pytest_ctxeval.strategies.registry import UnknownStrategyError, resolve
+from pytest_ctxeval.strategies.sliding import SlidingStrategy
+from pytest_ctxeval.strategies.truncate import TruncateStrategy
+
+SYSTEM = (
+    "You are an assistant that analyses traces. Never use the requests library; "
+    "always use urllib3. Answer briefly and name the inputs you talk about. " * 2
+)
+INPUTS = ["reset password", "refund status", "cancel order", "change address", "track parcel"]
+SECRET_ROW = "SPECIAL_API_KEY = 'secret-9981'"
+ARGS = json.dumps({"day": "yesterday"})
+
+
+def json_dump(rows: int, planted_at: int | None = None) -> str:
+    """A long, repetitive JSON array, optionally with one odd row."""
+    lines = []
+    for i in range(rows):
+        text = SECRET_ROW if i == planted_at else INPUTS[i % len(INPUTS)]
+        lines.append(json.dumps({"row": i, "input": text, "count": 400 - i}) + ",")
+    return "[\n" + "\n".join(lines) + "\n]"
+
+
+def tool_call(call_id: str, name: str = "query_spans", arguments: str = ARGS) -> Message:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ],
+    }
+
+
+def tool_result(call_id: str, content: str, name: str = "query_spans") -> Message:
+    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
+
+
+FIRST_DUMP = json_dump(60, planted_at=31)
+SECOND_DUMP = json_dump(80, planted_at=47)
+CURRENT = "Tell me more about input B. " + "Please be thorough. " * 12
+
+SESSION: list[Message] = [
+    {"role": "system", "content": SYSTEM},  # 0
+    {"role": "user", "content": "What are the most common inputs in yesterday's traces?"},  # 1
+    tool_call("call_1"),  # 2
+    tool_result("call_1", FIRST_DUMP),  # 3
+    {"role": "assistant", "content": "Top inputs: A) 'reset password', B) 'refund status'."},
+    {"role": "user", "content": "Thanks. Anything unusual?"},  # 5
+    {"role": "assistant", "content": "Nothing unusual."},  # 6
+    {"role": "user", "content": "Run the same query again, please."},  # 7
+    tool_call("call_2"),  # 8
+    tool_result("call_2", SECOND_DUMP),  # 9
+    {"role": "assistant", "content": "Same top inputs as before."},  # 10
+    {"role": "user", "content": CURRENT},  # 11: the current message
+]
+
+
+def fed(strategy: BaseStrategy, messages: list[Message] = SESSION) -> BaseStrategy:
+    for message in copy.deepcopy(messages):
+        strategy.add(message)
+    return strategy
+
+
+def assert_tool_pairs_intact(messages: list[Message]) -> None:
+    """Every tool call has its result in the window, and every result its call."""
+    called: set[str] = set()
+    answered = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            assert call["id"] in answered, f"tool call {call['id']} without its result"
+            called.add(call["id"])
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in called, f"orphan result {message['tool_call_id']}"
+
+
+def call_points(session: list[Message] = SESSION) -> list[int]:
+    """Prefix lengths at which the agent calls the model: after a user message or a result."""
+    ends = range(1, len(session) + 1)
+    return [end for end in ends if session[end - 1]["role"] in ("user", "tool")]
+
+
+def conversation_chars(messages: list[Message]) -> int:
+    return sum(len(m.get("content") or "") for m in messages if m["role"] != "system")
+
+
+# --- full -------------------------------------------------------------------
+
+
+def test_full_returns_every_message_in_order() -> None:
+    window = fed(FullStrategy()).window()
+    assert window.messages == SESSION
+    assert window.tools == [] and window.tool_handler is None
+
+
+# --- truncate ---------------------------------------------------------------
+
+
+def test_truncate_keeps_the_start_cuts_at_the_limit_and_appends_the_current_message() -> None:
+    max_chars = len(SESSION[1]["content"]) + 500  # the limit falls inside the first dump
+    messages = fed(TruncateStrategy(max_chars=max_chars)).window().messages
+
+    assert messages[0] == SESSION[0]
+    assert messages[1:3] == SESSION[1:3]  # the question and the call, whole
+    assert messages[3]["content"] == FIRST_DUMP[:500]  # the result, cut to fit
+    assert messages[4] == SESSION[-1]  # everything after the cut is gone...
+    assert len(messages) == 5  # ...but the current message is there, unaltered
+    assert conversation_chars(messages[:-1]) == max_chars
+
+
+def test_truncate_does_not_count_the_system_prompt() -> None:
+    question = SESSION[1]["content"]
+    messages = fed(TruncateStrategy(max_chars=len(question))).window().messages
+    assert [m["content"] for m in messages[:2]] == [SYSTEM, question]
+
+
+def test_truncate_drops_a_call_whose_result_did_not_fit() -> None:
+    # Room for the question only: the empty call message fits, its result does not.
+    messages = fed(TruncateStrategy(max_chars=len(SESSION[1]["content"]))).window().messages
+    assert messages == [SESSION[0], SESSION[1], SESSION[-1]]
+
+
+def test_truncate_keeps_the_call_of_a_current_tool_result() -> None:
+    messages = fed(TruncateStrategy(max_chars=0), SESSION[:4]).window().messages
+    assert messages == [SESSION[0], SESSION[2], SESSION[3]]
+
+
+@pytest.mark.parametrize("max_chars", [0, 10, 54, 55, 300, 1500, 4000, 10_000])
+def test_truncate_never_separates_tool_calls_from_results(max_chars: int) -> None:
+    for end in call_points():
+        messages = fed(TruncateStrategy(max_chars=max_chars), SESSION[:end]).window().messages
+        assert messages[-1] == SESSION[end - 1]
+        assert_tool_pairs_intact(messages)
+
+
+# --- sliding ----------------------------------------------------------------
+
+
+def test_sliding_keeps_the_system_prompt_and_the_last_k_turns() -> None:
+    messages = fed(SlidingStrategy(turns=2)).window().messages
+    # The last two turns start at "Run the same query again" (index 7).
+    assert messages == [SESSION[0], *SESSION[7:]]
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3, 4])
+def test_sliding_turns_start_on_a_user_message(turns: int) -> None:
+    messages = fed(SlidingStrategy(turns=turns)).window().messages
+    assert messages[0] == SESSION[0]
+    assert messages[1]["role"] == "user"
+    assert sum(m["role"] == "user" for m in messages) == turns
+    assert messages[-1] == SESSION[-1]
+
+
+def test_sliding_with_more_turns_than_the_session_keeps_everything() -> None:
+    assert fed(SlidingStrategy(turns=50)).window().messages == SESSION
+
+
+def test_sliding_can_drop_the_system_prompt() -> None:
+    messages = fed(SlidingStrategy(turns=1, keep_system=False)).window().messages
+    assert messages == [SESSION[-1]]
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3])
+def test_sliding_never_separates_tool_calls_from_results(turns: int) -> None:
+    for end in call_points():
+        messages = fed(SlidingStrategy(turns=turns), SESSION[:end]).window().messages
+        assert messages[-1] == SESSION[end - 1]
+        assert_tool_pairs_intact(messages)
+
+
+def test_sliding_rejects_zero_turns() -> None:
+    with pytest.raises(ValueError, match="turns must be >= 1, got 0"):
+        SlidingStrategy(turns=0)
+
+
+# --- headtail ---------------------------------------------------------------
+
+MARKER = re.compile(
+    r"\n\[… (\d+) chars stored as memory (m\d+); call retrieve_memory\(id=\"\2\"\) …\]\n"
+)
+
+
+def test_headtail_keeps_head_and_tail_and_marks_the_stored_middle() -> None:
+    window = fed(HeadTailStrategy(head=100, tail=100)).window()
+    content = window.messages[9]["content"]
+    middle = SECOND_DUMP[100:-100]
+    assert content == (
+        SECOND_DUMP[:100]
+        + f'\n[… {len(middle)} chars stored as memory m1; call retrieve_memory(id="m1") …]\n'
+        + SECOND_DUMP[-100:]
+    )
+    assert MARKER.search(content)
+    assert window.retrievable == [SECOND_DUMP]
+
+
+def test_headtail_never_touches_the_system_prompt_or_the_current_message() -> None:
+    assert len(SYSTEM) > 200 and len(CURRENT) > 200
+    messages = fed(HeadTailStrategy(head=50, tail=50)).window().messages
+    assert messages[0] == SESSION[0]
+    assert messages[-1] == SESSION[-1]
+    # Only the two dumps change; short messages are untouched and pairs stay intact.
+    changed = [i for i, (m, s) in enumerate(zip(messages, SESSION, strict=True)) if m != s]
+    assert changed == [3, 9]
+    assert_tool_pairs_intact(messages)
+
+
+def test_headtail_tool_returns_the_middle_byte_for_byte() -> None:
+    strategy = fed(HeadTailStrategy(head=100, tail=100))
+    window = strategy.window()
+    assert window.tool_handler is not None
+    assert window.tool_handler("retrieve_memory", {"id": "m1"}) == SECOND_DUMP[100:-100]
+
+
+def test_headtail_tool_errors_name_the_known_ids() -> None:
+    handler = fed(HeadTailStrategy()).window().tool_handler
+    assert handler is not None
+    for reply in (handler("retrieve_memory", {"id": "m7"}), handler("search", {"id": "m1"})):
+        assert reply.startswith("error: ") and "m1" in reply
+
+
+def test_headtail_lists_each_memory_in_the_exact_format() -> None:
+    window = fed(HeadTailStrategy(head=100, tail=100)).window()
+    preview = make_preview(SECOND_DUMP[100:-100])
+    assert window.tools == [
+        {
+            "type": "function",
+            "function": {
+                "name": "retrieve_memory",
+                "description": "Retrieve text that was moved out of the conversation into memory."
+                " Stored memories:"
+                f"\nid=m1 | position 10/12 | messages 1 | preview: {preview}",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": "memory id, e.g. m1"}},
+                    "required": ["id"],
+                },
+            },
+        }
+    ]
+
+
+def test_headtail_collapses_repeated_identical_tool_calls() -> None:
+    messages = fed(HeadTailStrategy()).window().messages
+    assert messages[3]["content"] == (
+        "[superseded by a later call of query_spans with the same arguments]"
+    )
+    assert messages[2] == SESSION[2]  # the call stays, so the pair stays intact
+    assert MARKER.search(messages[9]["content"])  # the latest result is kept (shortened)
+
+
+def test_headtail_keeps_results_of_calls_with_different_arguments() -> None:
+    session = [*SESSION[:8], tool_call("call_2", arguments='{"day": "today"}'), *SESSION[9:]]
+    messages = fed(HeadTailStrategy(), session).window().messages
+    assert "superseded" not in messages[3]["content"]
+    assert MARKER.search(messages[3]["content"])
+
+
+def test_headtail_offers_no_tool_while_nothing_is_stored() -> None:
+    window = fed(HeadTailStrategy(), SESSION[:2]).window()
+    assert window.messages == SESSION[:2]
+    assert window.tools == [] and window.tool_handler is None and window.retrievable == []
+
+
+def test_headtail_window_twice_is_the_same_and_stores_nothing_twice() -> None:
+    strategy = fed(HeadTailStrategy())
+    first, second = strategy.window(), strategy.window()
+    assert first.messages == second.messages and first.tools == second.tools
+    assert [e.id for e in strategy.store.entries()] == ["m1"]
+
+
+def test_headtail_fork_has_its_own_memory() -> None:
+    original = fed(HeadTailStrategy())
+    before = original.window()
+    fork = original.fork()
+    assert isinstance(fork, HeadTailStrategy)
+    fork.add({"role": "user", "content": "x" * 500})
+    fork.add({"role": "assistant", "content": "ok"})
+    fork.add({"role": "user", "content": "And now?"})
+    fork.window()
+    # m2: the earlier question (no longer current), m3: the 500 x's.
+    assert [e.id for e in fork.store.entries()] == ["m1", "m2", "m3"]
+    assert [e.id for e in original.store.entries()] == ["m1"]
+    after = original.window()
+    assert after.messages == before.messages and after.tools == before.tools
+
+
+# --- memory store and previews ----------------------------------------------
+
+
+def test_memory_store_assigns_sequential_ids_and_copies_independently() -> None:
+    store = MemoryStore()
+    first = store.put(position=4, text="middle one", original="head middle one tail")
+    second = store.put(position=9, text="middle two", original="whole two", message_count=3)
+    assert (first.id, second.id) == ("m1", "m2")
+    assert store.get("m2") == second and store.get("m3") is None
+    assert store.entries() == [first, second]
+    assert store.originals() == ["head middle one tail", "whole two"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.text = "changed"  # type: ignore[misc]
+
+    clone = copy.deepcopy(store)
+    clone.put(position=12, text="only in the clone", original="only in the clone")
+    assert [e.id for e in clone.entries()] == ["m1", "m2", "m3"]
+    assert store.entries() == [first, second]
+    assert isinstance(clone.get("m1"), MemoryEntry)
+
+
+def test_preview_shows_a_planted_line_deep_inside_a_json_dump() -> None:
+    dump = json_dump(400, planted_at=250)
+    preview = make_preview(dump)
+    assert preview.startswith(" ".join(dump.split())[:100] + " … ")
+    assert "SPECIAL_API_KEY = 'secret-9981'" in preview
+    assert len(preview) < 400 and "\n" not in preview
+
+
+def test_preview_of_text_without_odd_lines_is_just_the_head() -> None:
+    dump = json_dump(400)
+    assert make_preview(dump) == " ".join(dump.split())[:100] + " …"
+
+
+# --- registry -----------------------------------------------------------------
+
+
+def test_all_resolves_to_the_built_ins_sorted() -> None:
+    names = [spec.name for spec in resolve("all")]
+    assert {"full", "headtail", "sliding", "truncate"} <= set(names)
+    assert names == sorted(names)
+
+
+def test_named_strategies_resolve_in_order_with_default_params() -> None:
+    specs = resolve("headtail,sliding")
+    assert [s.name for s in specs] == ["headtail", "sliding"]
+    headtail, sliding = (spec.create() for spec in specs)
+    assert isinstance(headtail, HeadTailStrategy) and isinstance(sliding, SlidingStrategy)
+    assert headtail.params() == {"head": 100, "tail": 100}
+    assert sliding.params() == {"turns": 6, "keep_system": True}
+
+
+def test_unknown_strategy_names_the_known_ones() -> None:
+    with pytest.raises(UnknownStrategyError, match="'nope'") as info:
+        resolve("full,nope")
+    for known in ("full", "headtail", "sliding", "truncate"):
+        assert known in str(info.value)
+
+
+def test_module_class_names_resolve() -> None:
+    (spec,) = resolve("pytest_ctxeval.strategies.full:FullStrategy")
+    assert spec.name == "full"
+    assert isinstance(spec.create(), FullStrategy)
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [FullStrategy(), TruncateStrategy(max_chars=10), SlidingStrategy(turns=3), HeadTailStrategy()],
+    ids=lambda s: s.name,
+)
+def test_every_built_in_follows_the_protocol(strategy: BaseStrategy) -> None:
+    assert isinstance(strategy, ContextStrategy)
+    assert strategy.description and "\n" not in strategy.description
+    assert type(strategy)(**strategy.params()).params() == strategy.params()
