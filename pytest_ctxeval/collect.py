@@ -77,8 +77,11 @@ class ProbeItem(pytest.Item):
         assert isinstance(run, ScenarioRun)
         self.run = run
         for tag in run.conversation.scenario.tags:
-            if tag.isidentifier():
-                self.add_marker(tag)
+            marker = tag.replace("-", "_")
+            if marker.isidentifier():
+                # Registered first so tags never trip --strict-markers.
+                self.config.addinivalue_line("markers", f"{marker}: scenario tag {tag!r}")
+                self.add_marker(marker)
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]

@@ -23,7 +23,7 @@ _TOPICS = [
     ("cooking", "Salting the pasta water well makes a noticeable difference."),
     ("movies", "The sequel kept the humour but lost some of the original charm."),
     ("hiking", "The ridge trail is steep at first and then flattens out nicely."),
-    ("pets", "Cats often prefer several small meals spread over the day."),
+    ("pets", "Cats often like several small meals spread over the day."),
 ]
 _OPENERS = ["Quick aside about", "Unrelated, but about", "Random thought on", "Side note on"]
 _ACKS = ["Good point.", "Sounds right.", "Fair enough.", "Nice."]
