@@ -32,7 +32,11 @@ class ScenarioFile(pytest.File):
 
         session = self.config.stash[SESSION_KEY]
         session.collected_scenarios = True
-        conversations = load_conversations(self.path, display_path=self.display_path)
+        root = next(
+            (d for d in session.options.scenario_dirs if self.path.is_relative_to(d)),
+            self.path.parent,
+        )
+        conversations = load_conversations(self.path, display_path=self.display_path, root=root)
         for conversation in conversations:
             for spec in session.strategies:
                 yield ScenarioRun.from_parent(

@@ -55,7 +55,12 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFi
 
 
 def _in_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:
-    return any(path.is_relative_to(d) for d in dirs)
+    """Inside a scenario directory, and not in a part whose name starts with
+    ``_`` (the place for ``!include`` fragments)."""
+    for d in dirs:
+        if path.is_relative_to(d):
+            return not any(part.startswith("_") for part in path.relative_to(d).parts)
+    return False
 
 
 def _named_on_command_line(path: Path, config: pytest.Config) -> bool:

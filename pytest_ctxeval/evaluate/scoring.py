@@ -6,6 +6,7 @@ import re
 from difflib import SequenceMatcher
 
 from ..scenario.schema import Expectation
+from .code_checks import check_python
 
 
 def check_answer(answer: str | None, expect: Expectation) -> list[str]:
@@ -37,6 +38,8 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
         failed.append(f"does not match /{expect.not_regex}/")
     if expect.equals is not None and normalise(text) != normalise(expect.equals, expect.case_sensitive):
         failed.append(f"equals {expect.equals!r}")
+    if expect.python is not None:
+        failed.extend(check_python(text, expect.python))
     return failed
 
 

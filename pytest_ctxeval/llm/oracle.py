@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .codegen import write_code
 from .text import idf_weights, sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
@@ -84,8 +85,11 @@ def respond(
     parts: list[str] = []
     if _TASK.match(question):
         rules = [c.text for c in candidates if c.from_instruction_role and _INSTRUCTION.search(c.text)]
+        rules = list(dict.fromkeys(rules))
         if rules:
-            parts.append("Following your instructions: " + " ".join(dict.fromkeys(rules)))
+            parts.append("Following your instructions: " + " ".join(rules))
+        parts.append(write_code(question, rules))
+        return Reply(content="\n".join(parts))
     parts.extend(c.text for c in answer_lines)
     return Reply(content="\n".join(parts) if parts else NO_ANSWER)
 

@@ -56,6 +56,8 @@ class Conversation:
     facts: list[Fact] = field(default_factory=list)
     # probe id -> 1-based line of its YAML entry (set by the loader)
     probe_lines: dict[str, int] = field(default_factory=dict)
+    # The matrix values this scenario was expanded with (empty without a matrix).
+    matrix: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

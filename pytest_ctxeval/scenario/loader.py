@@ -18,17 +18,24 @@ from pydantic import BaseModel, ValidationError
 from .build import BuildProblem, Conversation, build_conversation
 from .errors import Problem, ScenarioError
 from .schema import TURN_KINDS, Scenario
+from .templating import TemplateProblem, expand_matrix, matrix_suffix, render_tree
+from .yamlsource import find_node, parse_yaml, position
 
 Loc = tuple[str | int, ...]
 
 
-def load_scenarios(path: str | Path, *, display_path: str | None = None) -> list[Scenario]:
+def load_scenarios(
+    path: str | Path, *, display_path: str | None = None, root: str | Path | None = None
+) -> list[Scenario]:
     """All scenarios in one YAML file, or ScenarioError naming file:line:col."""
-    return [c.scenario for c in load_conversations(path, display_path=display_path)]
+    return [c.scenario for c in load_conversations(path, display_path=display_path, root=root)]
 
 
-def load_conversations(path: str | Path, *, display_path: str | None = None) -> list[Conversation]:
-    """Load, validate and build every scenario of one file."""
+def load_conversations(
+    path: str | Path, *, display_path: str | None = None, root: str | Path | None = None
+) -> list[Conversation]:
+    """Load, validate and build every scenario of one file.  ``!include``
+    may not leave ``root`` (default: the file's directory)."""
     path = Path(path)
     shown = display_path or str(path)
     try:
@@ -37,16 +44,21 @@ def load_conversations(path: str | Path, *, display_path: str | None = None) -> 
         raise ScenarioError.at(shown, 1, 1, "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError.at(shown, 1, 1, f"cannot read file: {exc}") from None
-    return parse_conversations(text, shown)
+    base = path.resolve().parent
+    return parse_conversations(text, shown, base_dir=base, root=Path(root) if root else base)
 
 
-def parse_conversations(text: str, path: str) -> list[Conversation]:
-    root, data = _parse_yaml(text, path)
+def parse_conversations(
+    text: str, path: str, *, base_dir: Path | None = None, root: Path | None = None
+) -> list[Conversation]:
+    base_dir = base_dir or Path.cwd()
+    root, data = parse_yaml(text, path, base_dir=base_dir, root=root or base_dir)
     if isinstance(data, dict) and set(data) == {"scenarios"}:
-        items, prefix = data["scenarios"], ("scenarios",)
+        items = data["scenarios"]
         if not isinstance(items, list):
-            raise _problem_at(root, ("scenarios",), path, "'scenarios' must be a list of scenarios")
-        entries = [(item, (*prefix, i)) for i, item in enumerate(items)]
+            line, col = position(root, ("scenarios",))
+            raise ScenarioError.at(path, line, col, "'scenarios' must be a list of scenarios")
+        entries = [(item, ("scenarios", i)) for i, item in enumerate(items)]
     elif isinstance(data, dict):
         entries = [(data, ())]
     elif isinstance(data, list):
@@ -57,19 +69,14 @@ def parse_conversations(text: str, path: str) -> list[Conversation]:
     problems: list[Problem] = []
     for item, prefix in entries:
         try:
-            conversation = build_conversation(Scenario.model_validate(item))
-            for i, probe in enumerate(conversation.probes):
-                node, _ = _find_node(root, (*prefix, "probes", i))
-                conversation.probe_lines[probe.id] = node.start_mark.line + 1
-            built.append(conversation)
+            built.extend(_build_entry(item, prefix, root, path))
         except ValidationError as exc:
             problems.extend(_problems(exc, root, prefix, path))
-        except BuildProblem as exc:
-            node, _ = _find_node(root, (*prefix, *exc.loc))
-            mark = node.start_mark
-            problems.append(Problem(path, mark.line + 1, mark.column + 1, str(exc)))
+        except (BuildProblem, TemplateProblem) as exc:
+            line, col = position(root, (*prefix, *exc.loc))
+            problems.append(Problem(path, line, col, str(exc)))
     if problems:
-        raise ScenarioError(problems)
+        raise ScenarioError(sorted(set(problems), key=lambda p: (p.line, p.column, p.message)))
     ids = [c.id for c in built]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
@@ -77,48 +84,33 @@ def parse_conversations(text: str, path: str) -> list[Conversation]:
     return built
 
 
-def _parse_yaml(text: str, path: str) -> tuple[yaml.Node, Any]:
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise ScenarioError.at(path, 1, 1, "empty file: expected a scenario mapping")
-        _reject_duplicate_keys(node, path)
-        data = loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise ScenarioError.at(path, line, col, f"invalid YAML: {what}") from None
-    except yaml.YAMLError as exc:
-        raise ScenarioError.at(path, 1, 1, f"invalid YAML: {exc}") from None
-    finally:
-        loader.dispose()
-    return node, data
-
-
-def _reject_duplicate_keys(node: yaml.Node, path: str) -> None:
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                if key.value in seen:
-                    mark = key.start_mark
-                    raise ScenarioError.at(
-                        path, mark.line + 1, mark.column + 1, f"duplicate key {key.value!r}"
-                    )
-                seen.add(key.value)
-            _reject_duplicate_keys(value, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            _reject_duplicate_keys(child, path)
+def _build_entry(item: Any, prefix: Loc, root: yaml.Node, path: str) -> list[Conversation]:
+    """One YAML entry: expanded by its matrix, rendered, validated, built."""
+    if not isinstance(item, dict):
+        Scenario.model_validate(item)  # raises the proper "expected a mapping" error
+    template = dict(item)
+    matrix = template.pop("matrix", None)
+    variables = template.pop("vars", None) or {}
+    if not isinstance(variables, dict):
+        raise TemplateProblem(("vars",), "'vars' must be a mapping of names to values")
+    out = []
+    for combo in expand_matrix(matrix):
+        data = render_tree(template, {**variables, **combo}) if (combo or variables) else template
+        if combo and isinstance(data.get("id"), str):
+            data["id"] = data["id"] + matrix_suffix(combo)
+        conversation = build_conversation(Scenario.model_validate(data))
+        conversation.matrix = combo
+        for i, probe in enumerate(conversation.probes):
+            conversation.probe_lines[probe.id] = position(root, (*prefix, "probes", i))[0]
+        out.append(conversation)
+    return out
 
 
 def _problems(exc: ValidationError, root: yaml.Node, prefix: Loc, path: str) -> list[Problem]:
     problems = []
     for err in exc.errors(include_url=False):
         loc, model = _strip_tags(tuple(err["loc"]))
-        node, key_node = _find_node(root, (*prefix, *loc))
+        node, key_node = find_node(root, (*prefix, *loc))
         target = key_node if err["type"] == "extra_forbidden" and key_node else node
         mark = target.start_mark
         problems.append(
@@ -206,27 +198,3 @@ def _unannotate(tp: Any) -> Any:
     while typing.get_origin(tp) is typing.Annotated:
         tp = typing.get_args(tp)[0]
     return tp
-
-
-def _find_node(root: yaml.Node, loc: Loc) -> tuple[yaml.Node, yaml.Node | None]:
-    """The deepest node along ``loc``, and the key node of its last step."""
-    node, key_node = root, None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            match = next(
-                ((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part),
-                None,
-            )
-            if match is None:
-                return node, None
-            key_node, node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            node, key_node = node.value[part], None
-        else:
-            break
-    return node, key_node
-
-
-def _problem_at(root: yaml.Node, loc: Loc, path: str, message: str) -> ScenarioError:
-    node, _ = _find_node(root, loc)
-    return ScenarioError.at(path, node.start_mark.line + 1, node.start_mark.column + 1, message)

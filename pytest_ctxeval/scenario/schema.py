@@ -101,6 +101,13 @@ Turn = Annotated[
 ]
 
 
+class PythonCheck(Strict):
+    """Checks on the Python code in an answer, by its syntax tree."""
+
+    forbid_imports: list[str] = Field(default_factory=list)
+    require_imports: list[str] = Field(default_factory=list)
+
+
 class Expectation(Strict):
     """Checks on an answer; case-insensitive unless ``case_sensitive``."""
 
@@ -111,6 +118,7 @@ class Expectation(Strict):
     regex: str | None = None
     not_regex: str | None = None
     equals: str | None = None
+    python: PythonCheck | None = None
     case_sensitive: bool = False
 
     @field_validator("regex", "not_regex")
@@ -129,7 +137,7 @@ class Expectation(Strict):
         if not checks:
             raise ValueError(
                 "an expectation needs at least one of contains, contains_any, contains_all, "
-                "not_contains, regex, not_regex, equals"
+                "not_contains, regex, not_regex, equals, python"
             )
         return self
 
@@ -186,6 +194,15 @@ class Scenario(Strict):
     needles: list[Needle] = Field(default_factory=list)
     constraints: list[Constraint] = Field(default_factory=list)
     probes: list[Probe] = Field(min_length=1)
+    # Consumed by the loader before validation; declared for the JSON Schema.
+    vars: dict[str, Any] | None = Field(
+        default=None, description="Variables for {{ jinja2 }} templates in any string"
+    )
+    matrix: dict[str, list[Any]] | None = Field(
+        default=None,
+        description="Expands the file into one scenario per combination, e.g. "
+        "{depth: [0.1, 0.5], turns: [10, 20]}; values are template variables",
+    )
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
