@@ -68,7 +68,12 @@ def simulate(
         counter = StrategyCallCounter(client, trace)
         setup(counter.context(lambda text: count_text_tokens(text, model)))
     previous: list[Message] = []
+    new_chats = set(conversation.session_starts)
     for index, message in enumerate(conversation.messages):
+        if index in new_chats:
+            end_session = getattr(strategy, "end_session", None)
+            if callable(end_session):
+                end_session()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
             tokens = window_tokens(window.messages, window.tools, model)

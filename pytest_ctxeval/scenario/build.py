@@ -56,6 +56,8 @@ class Conversation:
     facts: list[Fact] = field(default_factory=list)
     # probe id -> 1-based line of its YAML entry (set by the loader)
     probe_lines: dict[str, int] = field(default_factory=dict)
+    # Indexes into ``messages`` where a new chat begins (multi-session).
+    session_starts: list[int] = field(default_factory=list)
     # The matrix values this scenario was expanded with (empty without a matrix).
     matrix: dict[str, Any] = field(default_factory=dict)
 
@@ -65,7 +67,12 @@ class Conversation:
 
 
 def build_conversation(scenario: Scenario) -> Conversation:
-    session = _expand_turns(scenario)
+    chats = [s.turns for s in scenario.sessions] if scenario.sessions else [scenario.turns]
+    session: list[Message] = []
+    starts: list[int] = []
+    for turns in chats:
+        starts.append(len(session))
+        session.extend(_expand_turns(turns))
     for i, constraint in enumerate(scenario.constraints):
         _plant_constraint(session, constraint.text, constraint.at_turn, ("constraints", i, "at_turn"))
     for i, needle in enumerate(scenario.needles):
@@ -76,10 +83,11 @@ def build_conversation(scenario: Scenario) -> Conversation:
         messages=system + session,
         probes=[_probe_case(scenario, p) for p in scenario.probes],
         facts=_facts(scenario),
+        session_starts=[len(system) + start for start in starts[1:]],
     )
 
 
-def _expand_turns(scenario: Scenario) -> list[Message]:
+def _expand_turns(turns: list[Any]) -> list[Message]:
     messages: list[Message] = []
     pending: list[dict[str, Any]] = []  # tool calls still waiting for a result
     call_no = 0
@@ -89,7 +97,7 @@ def _expand_turns(scenario: Scenario) -> list[Message]:
         call_no += 1
         return f"call_{call_no}"
 
-    for index, turn in enumerate(scenario.turns):
+    for index, turn in enumerate(turns):
         if isinstance(turn, UserTurn):
             messages.append({"role": "user", "content": turn.user})
         elif isinstance(turn, AssistantTurn):

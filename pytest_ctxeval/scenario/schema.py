@@ -108,6 +108,13 @@ class PythonCheck(Strict):
     require_imports: list[str] = Field(default_factory=list)
 
 
+class Session(Strict):
+    """One chat of a multi-session scenario; the probe is asked in the last."""
+
+    label: str | None = Field(default=None, description="e.g. a date; shown to nobody, for authors")
+    turns: list[Turn] = Field(min_length=1)
+
+
 class Expectation(Strict):
     """Checks on an answer; case-insensitive unless ``case_sensitive``."""
 
@@ -191,6 +198,11 @@ class Scenario(Strict):
     tags: list[str] = Field(default_factory=list)
     system: str | None = None
     turns: list[Turn] = Field(default_factory=list)
+    sessions: list[Session] | None = Field(
+        default=None,
+        description="Several chats in a row instead of 'turns'; strategies are told "
+        "when each one ends, and the probe comes in the last",
+    )
     needles: list[Needle] = Field(default_factory=list)
     constraints: list[Constraint] = Field(default_factory=list)
     probes: list[Probe] = Field(min_length=1)
@@ -206,6 +218,8 @@ class Scenario(Strict):
 
     @model_validator(mode="after")
     def _references(self) -> Scenario:
+        if self.sessions is not None and self.turns:
+            raise ValueError("use either 'turns' (one chat) or 'sessions' (several), not both")
         for kind, items in (
             ("needle", self.needles),
             ("constraint", self.constraints),

@@ -68,6 +68,17 @@ class HeadTailStrategy(BaseStrategy):
             retrievable=list(self._originals),
         )
 
+    def end_session(self) -> None:
+        """A new chat starts empty, but the old one stays retrievable: its
+        transcript becomes one memory whose preview shows its odd lines."""
+        earlier = [m for m in self.history if m.get("role") != "system"]
+        super().end_session()
+        self._shown.clear()
+        if not earlier:
+            return
+        transcript = "\n".join(f"{m.get('role')}: {content_text(m)}" for m in earlier)
+        self._remember(position=0, text=transcript, original=transcript, count=len(earlier))
+
     def tool_handler(self, name: str, args: dict[str, Any]) -> str:
         known = ", ".join(e.id for e in self.store.entries()) or "none"
         if name != RETRIEVE_TOOL:
@@ -83,7 +94,12 @@ class HeadTailStrategy(BaseStrategy):
         if message.get("role") == "system" or len(text) <= self.head + self.tail:
             return message
         end = len(text) - self.tail
-        entry = self.store.put(position=index + 1, text=text[self.head : end], original=text)
+        entry_id = self._remember(position=index + 1, text=text[self.head : end], original=text)
+        marker = MARKER.format(n=end - self.head, id=entry_id)
+        return {**message, "content": text[: self.head] + marker + text[end:]}
+
+    def _remember(self, *, position: int, text: str, original: str, count: int = 1) -> str:
+        entry = self.store.put(position=position, text=text, original=original, message_count=count)
         before, after = LISTING_LINE.split("{total}")
         self._listing.append(
             (
@@ -91,9 +107,8 @@ class HeadTailStrategy(BaseStrategy):
                 after.format(count=entry.message_count, preview=entry.preview),
             )
         )
-        self._originals.append(text)
-        marker = MARKER.format(n=end - self.head, id=entry.id)
-        return {**message, "content": text[: self.head] + marker + text[end:]}
+        self._originals.append(original)
+        return entry.id
 
 
 def superseded_results(history: list[Message]) -> dict[int, str]:
