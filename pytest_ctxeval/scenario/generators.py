@@ -1,105 +1,275 @@
 """Seeded generators for bulk content: same spec, byte-identical output.
 
-Vocabulary is deliberately bland (no words like "input", "key", "port") so
-generated filler does not accidentally answer a probe.
+Text generators yield items (rows, lines, tests) from a seeded RNG; the size
+knob is an item count (``rows``) or an approximate token count (``tokens``,
+about four characters each).  Vocabulary is deliberately bland (no words
+like "input", "key", "port") so filler does not accidentally answer a probe.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
 
-from .schema import GenerateSpec
+from pydantic import BaseModel, ConfigDict, Field
 
-_TOPICS = [
-    ("weather", "The forecast says light rain in the afternoon, so an umbrella would help."),
-    ("lunch", "A lentil soup with crusty bread sounds like a good lunch today."),
-    ("music", "That album has a calm second half that works well for focus."),
-    ("garden", "Tomatoes like full sun and a deep watering twice a week."),
-    ("travel", "The train along the coast is slower but the view is lovely."),
-    ("books", "The novel starts slowly and gets much better after chapter four."),
-    ("coffee", "A medium roast brewed a little cooler tastes less bitter."),
-    ("running", "Short easy runs most days beat one long run on the weekend."),
-    ("cooking", "Salting the pasta water well makes a noticeable difference."),
-    ("movies", "The sequel kept the humour but lost some of the original charm."),
-    ("hiking", "The ridge trail is steep at first and then flattens out nicely."),
-    ("pets", "Cats often like several small meals spread over the day."),
+from . import vocabulary as v
+
+GeneratorKind = Literal[
+    "chitchat", "coding_session", "json_rows", "json_api", "spans", "log_lines",
+    "file_read", "test_run", "shell", "lint", "prose",
 ]
-_OPENERS = ["Quick aside about", "Unrelated, but about", "Random thought on", "Side note on"]
-_ACKS = ["Good point.", "Sounds right.", "Fair enough.", "Nice."]
 
-_SPAN_NAMES = ["db.select", "http.get", "cache.lookup", "render.page", "queue.publish"]
-_SERVICES = ["checkout", "catalog", "billing", "search", "accounts"]
-_LEVELS = ["DEBUG", "INFO", "INFO", "INFO", "WARN"]
-_LOG_EVENTS = [
-    "worker heartbeat",
-    "cache refreshed",
-    "request served",
-    "batch flushed",
-    "connection pooled",
-]
-_WORDS = (
-    "the a of river stone light morning paper window garden quiet long small "
-    "green old road field cloud table letter music evening city north simple "
-    "warm slow bright open"
-).split()
+
+class GenerateSpec(BaseModel):
+    """A seeded generator; same seed, same output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: GeneratorKind
+    seed: int = 0
+    turns: int = Field(default=4, ge=1, le=10_000, description="chitchat / coding_session: exchanges")
+    rows: int = Field(default=50, ge=1, le=1_000_000, description="items: rows, lines, spans, tests")
+    tokens: int | None = Field(
+        default=None, ge=1, le=50_000_000, description="approximate size in tokens (overrides rows)"
+    )
+    failures: int = Field(default=1, ge=0, description="test_run: failing tests")
+    words: int = Field(default=200, ge=1, le=10_000_000, description="prose: words")
+
+
+Message = dict[str, Any]
 
 
 def generate_text(spec: GenerateSpec) -> str:
-    """Bulk text for a tool output."""
+    """Bulk text for a tool output (or a user message)."""
     rng = random.Random(spec.seed)
-    if spec.kind == "json_rows":
-        return _json_rows(rng, spec.rows)
-    if spec.kind == "log_lines":
-        return _log_lines(rng, spec.rows)
+    if spec.kind in ("chitchat", "coding_session"):
+        return "\n".join(m.get("content") or "" for m in generate_turns(spec))
     if spec.kind == "prose":
-        return _prose(rng, spec.words)
-    return "\n".join(m["content"] for m in generate_turns(spec))
+        return _prose(rng, spec.words if spec.tokens is None else spec.tokens)
+    items, join = _TEXT[spec.kind](rng, spec)
+    return join(_take(items, spec))
 
 
-def generate_turns(spec: GenerateSpec) -> list[dict[str, str]]:
-    """Whole user/assistant turns (chit-chat filler)."""
+def generate_turns(spec: GenerateSpec) -> list[Message]:
+    """Whole turns: chit-chat pairs, or coding-agent exchanges with tool calls."""
     rng = random.Random(spec.seed)
-    if spec.kind != "chitchat":
-        return [{"role": "user", "content": generate_text(spec)}]
-    messages = []
-    for _ in range(spec.turns):
-        topic, remark = rng.choice(_TOPICS)
-        messages.append({"role": "user", "content": f"{rng.choice(_OPENERS)} {topic}: {remark}"})
-        messages.append({"role": "assistant", "content": f"{rng.choice(_ACKS)} {remark}"})
+    if spec.kind == "chitchat":
+        return _chitchat(rng, spec.turns)
+    if spec.kind == "coding_session":
+        return _coding_session(rng, spec)
+    return [{"role": "user", "content": generate_text(spec)}]
+
+
+def _take(items: Iterator[str], spec: GenerateSpec) -> list[str]:
+    if spec.tokens is None:
+        return list(itertools.islice(items, spec.rows))
+    out, chars = [], 0
+    for item in items:
+        out.append(item)
+        chars += len(item) + 1
+        if chars >= spec.tokens * 4:
+            break
+    return out
+
+
+def _lines(items: list[str]) -> str:
+    return "\n".join(items)
+
+
+def _json_array(items: list[str]) -> str:
+    return "[\n" + ",\n".join(items) + "\n]"
+
+
+def _json_rows(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def rows() -> Iterator[str]:
+        for i in itertools.count():
+            yield json.dumps(
+                {
+                    "span": f"{rng.getrandbits(32):08x}",
+                    "name": rng.choice(v.SPAN_NAMES),
+                    "service": rng.choice(v.SERVICES),
+                    "duration_ms": rng.randint(1, 900),
+                    "status": "ok" if rng.random() > 0.05 else "error",
+                    "seq": i,
+                },
+                sort_keys=True,
+            )
+
+    return rows(), _json_array
+
+
+def _json_api(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def records() -> Iterator[str]:
+        for i in itertools.count(1):
+            record = {
+                "type": "order",
+                "id": str(1000 + i),
+                "attributes": {
+                    "state": rng.choice(["placed", "packed", "shipped", "delivered"]),
+                    "total_cents": rng.randint(500, 90_000),
+                    "currency": "EUR",
+                    "lines": [
+                        {"sku": f"SKU-{rng.randint(100, 999)}", "qty": rng.randint(1, 4)}
+                        for _ in range(rng.randint(1, 3))
+                    ],
+                },
+                "relationships": {"customer": {"id": f"c{rng.randint(1, 500)}"}},
+            }
+            yield "    " + json.dumps(record, sort_keys=True)
+
+    def wrap(items: list[str]) -> str:
+        meta = json.dumps({"count": len(items), "page": 1}, sort_keys=True)
+        return '{\n  "data": [\n' + ",\n".join(items) + f"\n  ],\n  \"meta\": {meta}\n}}"
+
+    return records(), wrap
+
+
+def _spans(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def spans() -> Iterator[str]:
+        trace = f"{rng.getrandbits(64):016x}"
+        parents: list[str] = []
+        clock = 0
+        for i in itertools.count():
+            if i % 12 == 0:
+                trace, parents = f"{rng.getrandbits(64):016x}", []
+            span_id = f"{rng.getrandbits(32):08x}"
+            clock += rng.randint(1, 40)
+            yield json.dumps(
+                {
+                    "trace_id": trace,
+                    "span_id": span_id,
+                    "parent_id": rng.choice(parents) if parents else None,
+                    "name": rng.choice(v.SPAN_NAMES),
+                    "service": rng.choice(v.SERVICES),
+                    "start_ms": clock,
+                    "duration_ms": rng.randint(1, 400),
+                    "attributes": {"region": rng.choice(["eu-west", "us-east"]), "retry": rng.randint(0, 2)},
+                },
+                sort_keys=True,
+            )
+            parents.append(span_id)
+
+    return spans(), _json_array
+
+
+def _log_lines(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def lines() -> Iterator[str]:
+        for i in itertools.count():
+            level = rng.choice(v.LOG_LEVELS)
+            yield (
+                f"2026-01-01T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z {level} "
+                f"{rng.choice(v.SERVICES)} {rng.choice(v.LOG_EVENTS)} seq={i}"
+            )
+
+    return lines(), _lines
+
+
+def _file_read(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def lines() -> Iterator[str]:
+        source = v.python_source(rng)
+        for number in itertools.count(1):
+            yield f"{number:>5}\t{next(source)}"
+
+    return lines(), _lines
+
+
+def _test_run(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def results() -> Iterator[str]:
+        for i in itertools.count():
+            module = rng.choice(v.TEST_MODULES)
+            yield f"tests/{module}.py::test_{rng.choice(v.TEST_NAMES)}_{i} PASSED"
+
+    def report(items: list[str]) -> str:
+        failed = set(rng.sample(range(len(items)), min(spec.failures, len(items))))
+        lines = [f"collected {len(items)} items", ""]
+        tracebacks = []
+        for i, line in enumerate(items):
+            if i in failed:
+                line = line.replace("PASSED", "FAILED")
+                name = line.split("::")[1].split()[0]
+                tracebacks.append(v.traceback(rng, line.split("::")[0], name))
+            lines.append(line)
+        summary = f"{len(items) - len(failed)} passed" + (f", {len(failed)} failed" if failed else "")
+        return "\n".join(lines + ["", *tracebacks, f"===== {summary} in {rng.uniform(0.5, 30):.2f}s ====="])
+
+    return results(), report
+
+
+def _shell(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def entries() -> Iterator[str]:
+        for _ in itertools.count():
+            name = rng.choice(v.FILE_STEMS) + rng.choice([".py", ".md", ".toml", ".txt", ""])
+            yield (
+                f"-rw-r--r-- 1 dev dev {rng.randint(80, 90_000):>6} "
+                f"Jan {rng.randint(1, 28):>2} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {name}"
+            )
+
+    return entries(), lambda items: "$ ls -la\n" + "\n".join(items)
+
+
+def _lint(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+    def findings() -> Iterator[str]:
+        for _ in itertools.count():
+            code, message = rng.choice(v.LINT_RULES)
+            path = f"src/{rng.choice(v.FILE_STEMS)}.py"
+            yield f"{path}:{rng.randint(1, 400)}:{rng.randint(1, 80)}: {code} {message}"
+
+    return findings(), lambda items: "\n".join(items) + f"\nFound {len(items)} errors."
+
+
+_TEXT = {
+    "json_rows": _json_rows,
+    "json_api": _json_api,
+    "spans": _spans,
+    "log_lines": _log_lines,
+    "file_read": _file_read,
+    "test_run": _test_run,
+    "shell": _shell,
+    "lint": _lint,
+}
+
+
+def _chitchat(rng: random.Random, turns: int) -> list[Message]:
+    messages: list[Message] = []
+    for _ in range(turns):
+        topic, remark = rng.choice(v.TOPICS)
+        messages.append({"role": "user", "content": f"{rng.choice(v.OPENERS)} {topic}: {remark}"})
+        messages.append({"role": "assistant", "content": f"{rng.choice(v.ACKS)} {remark}"})
     return messages
 
 
-def _json_rows(rng: random.Random, rows: int) -> str:
-    lines = []
-    for i in range(rows):
-        row = {
-            "span": f"{rng.getrandbits(32):08x}",
-            "name": rng.choice(_SPAN_NAMES),
-            "service": rng.choice(_SERVICES),
-            "duration_ms": rng.randint(1, 900),
-            "status": "ok" if rng.random() > 0.05 else "error",
-            "seq": i,
-        }
-        lines.append(json.dumps(row, sort_keys=True))
-    return "[\n" + ",\n".join(lines) + "\n]"
-
-
-def _log_lines(rng: random.Random, rows: int) -> str:
-    lines = []
-    for i in range(rows):
-        level = rng.choice(_LEVELS)
-        lines.append(
-            f"2026-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z {level} "
-            f"{rng.choice(_SERVICES)} {rng.choice(_LOG_EVENTS)} seq={i}"
+def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
+    """A coding agent at work: the user asks, the agent reads files, runs
+    tests and shell commands, and reports back."""
+    messages: list[Message] = []
+    tools = [("read_file", _file_read), ("run_tests", _test_run), ("shell", _shell), ("lint", _lint)]
+    for turn in range(spec.turns):
+        stem = rng.choice(v.FILE_STEMS)
+        messages.append({"role": "user", "content": rng.choice(v.CODING_ASKS).format(stem=stem)})
+        name, make = rng.choice(tools)
+        call_id = f"gen_{spec.seed}_{turn}"
+        args = json.dumps({"path": f"src/{stem}.py"} if name == "read_file" else {}, sort_keys=True)
+        messages.append(
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+            ]}
         )
-    return "\n".join(lines)
+        sub = GenerateSpec(kind=name if name != "run_tests" else "test_run", seed=rng.getrandbits(31),
+                           rows=rng.randint(15, 40), failures=rng.randint(0, 1))
+        items, join = make(random.Random(sub.seed), sub)
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": join(_take(items, sub))})
+        messages.append({"role": "assistant", "content": rng.choice(v.CODING_REPLIES).format(stem=stem)})
+    return messages
 
 
 def _prose(rng: random.Random, words: int) -> str:
     out, sentence = [], []
     for _ in range(words):
-        sentence.append(rng.choice(_WORDS))
+        sentence.append(rng.choice(v.WORDS))
         if len(sentence) >= rng.randint(8, 16):
             out.append(" ".join(sentence).capitalize() + ".")
             sentence = []

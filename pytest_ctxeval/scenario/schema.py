@@ -19,21 +19,13 @@ from pydantic import (
     model_validator,
 )
 
+from .generators import GenerateSpec
+
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class GenerateSpec(Strict):
-    """A seeded generator; same seed, same output."""
-
-    kind: Literal["chitchat", "json_rows", "log_lines", "prose"]
-    seed: int = 0
-    turns: int = Field(default=4, ge=1, le=10_000, description="chitchat: user/assistant pairs")
-    rows: int = Field(default=50, ge=1, le=1_000_000, description="json_rows / log_lines")
-    words: int = Field(default=200, ge=1, le=10_000_000, description="prose: words")
 
 
 class ToolCallSpec(Strict):
