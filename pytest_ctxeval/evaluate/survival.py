@@ -13,13 +13,13 @@ def fact_survival(facts: list[Fact], window: Window) -> dict[str, str]:
     stored = "\n".join(window.retrievable).casefold()
     states: dict[str, str] = {}
     for fact in facts:
-        text = fact.text.casefold()
+        pieces = [p.casefold() for p in fact.pieces()]
         answers = [a.casefold() for a in fact.answers]
-        if text in visible:
+        if all(p in visible for p in pieces):
             states[fact.id] = "verbatim"
         elif answers and any(a in visible for a in answers):
             states[fact.id] = "transformed"
-        elif text in stored or (answers and any(a in stored for a in answers)):
+        elif all(p in visible or p in stored for p in pieces) or any(a in stored for a in answers):
             states[fact.id] = "in_store"
         else:
             states[fact.id] = "gone"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from functools import cache
 from types import ModuleType
 
@@ -12,7 +13,11 @@ def get_litellm() -> ModuleType:
     # The bundled cost map and no tokenizer downloads: nothing may fetch at run time.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    import litellm
+    with warnings.catch_warnings():
+        # litellm's import emits pydantic warnings about its own types; they
+        # are noise in every user's test summary.
+        warnings.simplefilter("ignore")
+        import litellm
 
     litellm.telemetry = False
     litellm.suppress_debug_info = True

@@ -37,6 +37,11 @@ class Fact:
     kind: Literal["needle", "constraint"]
     text: str
     answers: tuple[str, ...] = ()
+    # A constraint stated in parts: each must still be there for it to hold.
+    parts: tuple[str, ...] = ()
+
+    def pieces(self) -> tuple[str, ...]:
+        return self.parts or (self.text,)
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class ProbeCase:
     expect: Expectation | None
     needle: str | None = None
     constraint: str | None = None
+    # The named constraint's own check, applied on top of ``expect``.
+    constraint_check: Expectation | None = None
 
 
 @dataclass
@@ -74,7 +81,9 @@ def build_conversation(scenario: Scenario) -> Conversation:
         starts.append(len(session))
         session.extend(_expand_turns(turns))
     for i, constraint in enumerate(scenario.constraints):
-        _plant_constraint(session, constraint.text, constraint.at_turn, ("constraints", i, "at_turn"))
+        for j, part in enumerate(constraint.pieces()):
+            loc = ("constraints", i, "parts", j, "at_turn") if constraint.parts else ("constraints", i, "at_turn")
+            _plant_constraint(session, part.text, part.at_turn, loc)
     for i, needle in enumerate(scenario.needles):
         _plant_needle(session, needle, i)
     system = [{"role": "system", "content": scenario.system}] if scenario.system else []
@@ -148,29 +157,44 @@ def _plant_constraint(
     session[target]["content"] = f"{session[target]['content']}\n{text}"
 
 
-def _plant_needle(session: list[Message], needle: Needle, index: int) -> None:
+def _plant_needle(session: list[Message], needle: Needle, number: int) -> None:
     if not session:
-        raise BuildProblem(("needles", index), "cannot plant a needle in an empty session")
+        raise BuildProblem(("needles", number), "cannot plant a needle in an empty session")
     if needle.turn is not None:
         if needle.turn > len(session):
             raise BuildProblem(
-                ("needles", index, "turn"),
+                ("needles", number, "turn"),
                 f"turn {needle.turn} is past the session's {len(session)} messages",
             )
         message = session[needle.turn - 1]
         text = message.get("content") or ""
         message["content"] = _insert_text(text, len(text) // 2, needle.text)
         return
-    # Depth is measured in characters of the whole session (a close proxy for tokens).
-    sizes = [len(m.get("content") or "") for m in session]
-    target = round((needle.depth or 0.0) * sum(sizes))
+    index, fraction = _at_depth(session, needle.depth or 0.0)
+    if needle.role is not None and session[index]["role"] != needle.role:
+        candidates = [i for i, m in enumerate(session) if m["role"] == needle.role]
+        if not candidates:
+            raise BuildProblem(
+                ("needles", number, "role"), f"the session has no {needle.role} message to plant in"
+            )
+        index, fraction = min(candidates, key=lambda i: abs(i - index)), 0.5
+    message = session[index]
+    text = message.get("content") or ""
+    message["content"] = _insert_text(text, round(fraction * len(text)), needle.text)
+
+
+def _at_depth(session: list[Message], depth: float) -> tuple[int, float]:
+    """The message at ``depth`` of the session's tokens, and how far into it."""
+    from ..llm.tokens import count_text_tokens  # lazy: litellm's tokenizer
+
+    sizes = [count_text_tokens(m.get("content") or "") for m in session]
+    target = depth * sum(sizes)
     start = 0
-    for message, size in zip(session, sizes):
-        if target <= start + size or message is session[-1]:
-            text = message.get("content") or ""
-            message["content"] = _insert_text(text, target - start, needle.text)
-            return
+    for index, size in enumerate(sizes):
+        if target <= start + size or index == len(session) - 1:
+            return index, ((target - start) / size if size else 0.0)
         start += size
+    return len(session) - 1, 1.0  # pragma: no cover - the loop always returns
 
 
 def _insert_text(text: str, at: int, needle: str) -> str:
@@ -198,7 +222,9 @@ def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:
     if expect is None and needle is not None and needle.answer is not None:
         answers = [needle.answer] if isinstance(needle.answer, str) else list(needle.answer)
         expect = Expectation(contains_any=answers)
-    return ProbeCase(probe.id, question, expect, probe.needle, probe.constraint)
+    constraint = next((c for c in scenario.constraints if c.id == probe.constraint), None)
+    check = constraint.check if constraint is not None else None
+    return ProbeCase(probe.id, question, expect, probe.needle, probe.constraint, check)
 
 
 def _facts(scenario: Scenario) -> list[Fact]:
@@ -206,5 +232,7 @@ def _facts(scenario: Scenario) -> list[Fact]:
     for n in scenario.needles:
         answers = () if n.answer is None else ((n.answer,) if isinstance(n.answer, str) else tuple(n.answer))
         facts.append(Fact(n.id, "needle", n.text, answers))
-    facts.extend(Fact(c.id, "constraint", c.text) for c in scenario.constraints)
+    for c in scenario.constraints:
+        parts = tuple(p.text for p in c.parts) if c.parts else ()
+        facts.append(Fact(c.id, "constraint", c.text or " ".join(parts), parts=parts))
     return facts

@@ -148,8 +148,13 @@ class Needle(Strict):
     text: str = Field(min_length=1)
     question: str | None = None
     answer: str | list[str] | None = None
-    depth: float | None = Field(default=None, ge=0.0, le=1.0)
-    turn: int | None = Field(default=None, ge=1)
+    depth: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="position as a fraction of the session's tokens"
+    )
+    turn: int | None = Field(default=None, ge=1, description="1-based message index")
+    role: Literal["user", "assistant", "tool"] | None = Field(
+        default=None, description="with depth: plant in the nearest message of this role"
+    )
 
     @model_validator(mode="after")
     def _one_place(self) -> Needle:
@@ -158,12 +163,30 @@ class Needle(Strict):
         return self
 
 
+class ConstraintPart(Strict):
+    text: str = Field(min_length=1)
+    at_turn: int = Field(ge=1)
+
+
 class Constraint(Strict):
-    """An instruction the user states at a turn and a later answer must respect."""
+    """An instruction the user states at a turn (or in parts, at several turns)
+    that a later answer must respect; ``check`` applies to every probe that
+    names the constraint."""
 
     id: str = Field(pattern=SLUG)
-    text: str = Field(min_length=1)
+    text: str | None = Field(default=None, min_length=1)
     at_turn: int = Field(default=1, ge=1)
+    parts: list[ConstraintPart] | None = Field(default=None, min_length=2)
+    check: Expectation | None = None
+
+    @model_validator(mode="after")
+    def _text_or_parts(self) -> Constraint:
+        if (self.text is None) == (self.parts is None):
+            raise ValueError("a constraint needs exactly one of 'text' or 'parts' (a list of {text, at_turn})")
+        return self
+
+    def pieces(self) -> list[ConstraintPart]:
+        return self.parts or [ConstraintPart(text=self.text or "", at_turn=self.at_turn)]
 
 
 class Probe(Strict):
