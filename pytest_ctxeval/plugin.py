@@ -35,6 +35,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--ctx-strategy: {exc}") from None
     if not strategies:
         raise pytest.UsageError("--ctx-strategy: no strategy named")
+    # litellm builds pydantic schemas of its own types lazily, on the first
+    # model call, and each one warns; that noise is not the user's.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:.* using the `ReadOnly` qualifier:UserWarning"
+    )
     ctx = CtxSession(options=options, strategies=strategies)
     config.stash[SESSION_KEY] = ctx
     if not hasattr(config, "workerinput"):
@@ -70,6 +75,13 @@ def _named_on_command_line(path: Path, config: pytest.Config) -> bool:
         if candidate == path.resolve():
             return True
     return False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # trylast: after -k/-m deselection, so deselected probes never cost a model call.
+    together = not hasattr(config, "workerinput") or config.option.dist in ("loadscope", "loadfile")
+    config.stash[SESSION_KEY].note_selection(items, runs_stay_together=together)
 
 
 @pytest.hookimpl(wrapper=True)
