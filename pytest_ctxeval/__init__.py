@@ -17,6 +17,8 @@ _EXPORTS = {
     "StrategyContext": "pytest_ctxeval.strategies.base",
     "Window": "pytest_ctxeval.strategies.base",
     "register_strategy": "pytest_ctxeval.strategies.registry",
+    "check_invariants": "pytest_ctxeval.strategies.invariants",
+    "assert_invariants": "pytest_ctxeval.strategies.invariants",
     "Scenario": "pytest_ctxeval.scenario.schema",
     "ScenarioError": "pytest_ctxeval.scenario.errors",
     "load_scenarios": "pytest_ctxeval.scenario.loader",

@@ -241,7 +241,7 @@ def test_headtail_lists_each_memory_in_the_exact_format() -> None:
                 "name": "retrieve_memory",
                 "description": "Retrieve text that was moved out of the conversation into memory."
                 " Stored memories:"
-                f"\nid=m1 | position 10/12 | messages 1 | preview: {preview}",
+                f"\nid=m1 | position 10 | messages 1 | preview: {preview}",
                 "parameters": {
                     "type": "object",
                     "properties": {"id": {"type": "string", "description": "memory id, e.g. m1"}},
@@ -345,7 +345,7 @@ def test_named_strategies_resolve_in_order_with_default_params() -> None:
     assert [s.name for s in specs] == ["headtail", "sliding"]
     headtail, sliding = (spec.create() for spec in specs)
     assert isinstance(headtail, HeadTailStrategy) and isinstance(sliding, SlidingStrategy)
-    assert headtail.params() == {"head": 100, "tail": 100}
+    assert headtail.params() == {"head": 100, "tail": 100, "max_listed": 40}
     assert sliding.params() == {"turns": 6, "keep_system": True}
 
 
@@ -371,3 +371,22 @@ def test_every_built_in_follows_the_protocol(strategy: BaseStrategy) -> None:
     assert isinstance(strategy, ContextStrategy)
     assert strategy.description and "\n" not in strategy.description
     assert type(strategy)(**strategy.params()).params() == strategy.params()
+
+
+def test_headtail_tool_definition_is_stable_between_requests_and_bounded() -> None:
+    strategy = HeadTailStrategy(head=10, tail=10, max_listed=3)
+    strategy.add({"role": "user", "content": "x" * 100})
+    strategy.add({"role": "assistant", "content": "y" * 100})
+    strategy.add({"role": "user", "content": "next"})
+    first = strategy.window().tools
+    strategy.add({"role": "assistant", "content": "short"})
+    strategy.add({"role": "user", "content": "again"})
+    # No new memory: the tool definition is byte-identical (prompt-cache friendly).
+    assert strategy.window().tools == first
+    for i in range(6):
+        strategy.add({"role": "assistant", "content": f"{i}" * 100})
+        strategy.add({"role": "user", "content": "more"})
+    description = strategy.window().tools[0]["function"]["description"]
+    assert description.count("\nid=m") == 3  # only the newest three are listed
+    assert "(5 older memories, m1 to m5, are not listed" in description
+    assert strategy.tool_handler("retrieve_memory", {"id": "m1"}) == "x" * 80  # still retrievable

@@ -8,7 +8,7 @@ import time
 from types import ModuleType
 from typing import Any
 
-from . import oracle
+from . import oracle, structured
 
 PROVIDER = "ctxeval"
 MOCK_MODELS = ("oracle", "lost-in-middle", "echo")
@@ -18,7 +18,15 @@ class MockModelError(ValueError):
     """A request the mock models cannot serve; says what they expect."""
 
 
-def _reply_for(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> oracle.Reply:
+def _reply_for(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    response_format: dict[str, Any] | None = None,
+) -> oracle.Reply:
+    schema = structured.requested_schema(response_format)
+    if schema is not None and model in ("oracle", "lost-in-middle"):
+        return oracle.Reply(content=structured.fill_json(messages, schema))
     if model == "oracle":
         return oracle.respond(messages, tools)
     if model == "lost-in-middle":
@@ -43,7 +51,9 @@ def register_mock_provider(litellm: ModuleType) -> None:
                 raise MockModelError("the mock models expect a non-empty list of chat messages")
             params = kwargs.get("optional_params") or {}
             tools = params.get("tools") or []
-            reply = _reply_for(model.removeprefix(f"{PROVIDER}/"), messages, tools)
+            reply = _reply_for(
+                model.removeprefix(f"{PROVIDER}/"), messages, tools, params.get("response_format")
+            )
             message: dict[str, Any] = {"role": "assistant", "content": reply.content}
             if reply.tool_calls:
                 message["tool_calls"] = reply.tool_calls

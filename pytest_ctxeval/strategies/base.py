@@ -9,6 +9,7 @@ or a tool result); a strategy never alters it.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -38,6 +39,10 @@ class StrategyContext:
     # Calls the session's model: (messages) -> assistant text.  Counted by the
     # harness as strategy calls.  None when the strategy may not call a model.
     complete: Callable[[list[Message]], str] | None = None
+    # Structured output: (messages, JSON schema) -> the object the model filled
+    # in.  Goes through the same counted client, with ``response_format`` set
+    # to that schema.  None when the strategy may not call a model.
+    complete_json: Callable[[list[Message], dict[str, Any]], dict[str, Any]] | None = None
 
 
 @runtime_checkable
@@ -68,7 +73,11 @@ class BaseStrategy:
         self.history.append(message)
 
     def end_session(self) -> None:
-        """Called when a chat ends and a new one begins (multi-session)."""
+        """Called when a chat ends and a new one begins (multi-session).
+
+        By default a new chat starts empty but for the system prompt, as in
+        chat apps; strategies with long-term memory override this."""
+        self.history = [m for m in self.history if m.get("role") == "system"]
 
     def window(self) -> Window:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -80,6 +89,34 @@ class BaseStrategy:
     def params(self) -> dict[str, Any]:
         """The parameters this instance runs with, for reports and listings."""
         return {}
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens as the harness counts them; a chars/4 estimate before ``setup``."""
+        if self.ctx is not None:
+            return self.ctx.count_tokens(text)
+        return approximate_tokens(text)
+
+
+# The harness's chat overheads (see llm/tokens.py): per request and per message.
+REQUEST_OVERHEAD_TOKENS = 3
+MESSAGE_OVERHEAD_TOKENS = 4
+
+
+def approximate_tokens(text: str) -> int:
+    """About four characters a token: enough for budgets before a tokenizer is known."""
+    return (len(text) + 3) // 4
+
+
+def messages_tokens(messages: list[Message], count_tokens: Callable[[str], int]) -> int:
+    """The tokens of a window's messages, the way the harness counts them (tools excluded).
+
+    This is what a ``budget_tokens`` parameter bounds."""
+    total = REQUEST_OVERHEAD_TOKENS
+    for message in messages:
+        total += MESSAGE_OVERHEAD_TOKENS + count_tokens(content_text(message))
+        if message.get("tool_calls"):
+            total += count_tokens(json.dumps(message["tool_calls"], sort_keys=True))
+    return total
 
 
 def fork_strategy(strategy: ContextStrategy) -> ContextStrategy:

@@ -1,11 +1,15 @@
-"""Strategies by name: built-ins, ``module:Class`` and the entry-point group."""
+"""Strategies by name: built-ins, presets (``strategies/*.yaml``), ``module:Class``
+and the entry-point group ``pytest_ctxeval.strategies``."""
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from .base import ContextStrategy
@@ -45,15 +49,40 @@ class StrategySpec:
 
 def _load_builtins() -> None:
     # Importing the modules runs their @register_strategy decorators.
-    from . import full, headtail, sliding, truncate  # noqa: F401
+    from . import (  # noqa: F401
+        cache_hostile,
+        compaction,
+        full,
+        headtail,
+        observation_mask,
+        rag,
+        sliding,
+        subagent,
+        summarize,
+        toolprune,
+        truncate,
+    )
 
 
-def available() -> dict[str, StrategyFactory]:
+def available(preset_dirs: Sequence[Path] | None = None) -> dict[str, StrategyFactory]:
+    """Built-ins, entry points, then presets from ``preset_dirs`` (default:
+    ``./strategies`` when it exists; ``[]`` for none).  A bad preset raises
+    :class:`~.presets.PresetError` naming its file."""
     _load_builtins()
     found = dict(_BUILTINS)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, _lazy_entry_point(ep))
+    found.update(_presets(found, preset_dirs))
     return found
+
+
+def _presets(
+    kinds: dict[str, StrategyFactory], preset_dirs: Sequence[Path] | None
+) -> dict[str, Any]:
+    from .presets import default_preset_dirs, load_presets
+
+    dirs = default_preset_dirs() if preset_dirs is None else list(preset_dirs)
+    return load_presets(dirs, kinds) if dirs else {}
 
 
 def _lazy_entry_point(ep: Any) -> StrategyFactory:
@@ -63,36 +92,71 @@ def _lazy_entry_point(ep: Any) -> StrategyFactory:
     return create
 
 
-def _import_object(spec: str) -> StrategyFactory:
+def _import_object(spec: str, preset_dirs: Sequence[Path] = ()) -> StrategyFactory:
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UnknownStrategyError(f"cannot import module {module_name!r} for {spec!r}: {exc}")
+        # ``strategies/`` at a project root is rarely on sys.path: look there too.
+        module = _module_from_dirs(module_name, preset_dirs)
+        if module is None:
+            raise UnknownStrategyError(
+                f"cannot import module {module_name!r} for {spec!r}: {exc}"
+            ) from None
     try:
         return getattr(module, attr)
     except AttributeError:
         raise UnknownStrategyError(f"module {module_name!r} has no attribute {attr!r}") from None
 
 
-def resolve(names: str | list[str]) -> list[StrategySpec]:
-    """Turn ``"headtail,sliding"``, ``"all"`` or ``"pkg.mod:Class"`` into specs."""
+def _module_from_dirs(module_name: str, dirs: Sequence[Path]) -> Any:
+    """``example_trim`` or ``strategies.example_trim`` as a file in a preset directory."""
+    relative = Path(*module_name.split(".")).with_suffix(".py")
+    for directory in dirs:
+        for path in (directory / relative, directory.parent / relative):
+            if path.is_file():
+                spec = importlib.util.spec_from_file_location(module_name, path)
+                if spec is None or spec.loader is None:
+                    continue
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[module_name] = module  # deepcopy and pickling look classes up here
+                spec.loader.exec_module(module)
+                return module
+    return None
+
+
+def resolve(
+    names: str | list[str], preset_dirs: Sequence[Path] | None = None
+) -> list[StrategySpec]:
+    """Turn ``"headtail,sliding"``, ``"all"``, a preset name or ``"pkg.mod:Class"`` into specs.
+
+    ``preset_dirs``: where presets live (the plugin passes ``<rootdir>/strategies``);
+    default ``./strategies`` when it exists.  ``all`` means the built-ins only."""
+    from .presets import PresetFactory, default_preset_dirs
+
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
-    known = available()
+    dirs = default_preset_dirs() if preset_dirs is None else list(preset_dirs)
+    # Presets are read only when a name needs them: a broken preset file must
+    # not break a run that does not use it.
+    known = available(preset_dirs=[])
+    if not all(n == "all" or ":" in n or n in known for n in names):
+        known = available(dirs)
     specs: list[StrategySpec] = []
     for name in names:
         if name == "all":
             specs.extend(StrategySpec(n, known[n]) for n in sorted(_BUILTINS))
         elif ":" in name:
-            factory = _import_object(name)
+            factory = _import_object(name, dirs)
             specs.append(StrategySpec(getattr(factory, "name", None) or name, factory))
-        elif name in known:
-            specs.append(StrategySpec(name, known[name]))
+        elif isinstance(found := known.get(name), PresetFactory):
+            specs.append(StrategySpec(name, found.kind_factory, dict(found.preset.params)))
+        elif found is not None:
+            specs.append(StrategySpec(name, found))
         else:
             raise UnknownStrategyError(
                 f"unknown strategy {name!r}; known strategies: {', '.join(sorted(known))}, "
-                "all, or module:Class"
+                "all, a preset in strategies/*.yaml, or module:Class"
             )
     unique: dict[str, StrategySpec] = {}
     for spec in specs:

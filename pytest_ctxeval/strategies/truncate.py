@@ -1,7 +1,9 @@
-"""``truncate``: keep the first ``max_chars`` characters, drop the rest.
+"""``truncate``: keep the first ``max_chars`` characters (or ``max_tokens``
+tokens with ``unit="tokens"``), drop the rest.
 
-The naive baseline: it keeps the start of the session, so follow-ups about
-recent answers lose their referent.
+LangChain ``trim_messages(strategy="first")`` with a character or token
+counter.  The naive baseline: it keeps the start of the session, so follow-ups
+about recent answers lose their referent.
 """
 
 from __future__ import annotations
@@ -11,20 +13,45 @@ from typing import Any
 from .base import BaseStrategy, Message, Window, content_text, current_exchange_start
 from .registry import register_strategy
 
+UNITS = ("chars", "tokens")
+
 
 @register_strategy("truncate")
 class TruncateStrategy(BaseStrategy):
     name = "truncate"
-    description = "Keep the first max_chars characters of the conversation and drop the rest."
+    description = "Keep the first max_chars characters (or max_tokens tokens) and drop the rest."
 
-    def __init__(self, max_chars: int = 6000) -> None:
+    def __init__(self, max_chars: int = 6000, unit: str = "chars", max_tokens: int = 2000) -> None:
         super().__init__()
-        if max_chars < 0:
-            raise ValueError(f"truncate: max_chars must be >= 0, got {max_chars!r}")
+        if unit not in UNITS:
+            raise ValueError(f"truncate: unit must be one of {', '.join(UNITS)}, got {unit!r}")
+        for param, value in (("max_chars", max_chars), ("max_tokens", max_tokens)):
+            if value < 0:
+                raise ValueError(f"truncate: {param} must be >= 0, got {value!r}")
         self.max_chars = max_chars
+        self.unit = unit
+        self.max_tokens = max_tokens
 
     def params(self) -> dict[str, Any]:
+        if self.unit == "tokens":
+            return {"unit": "tokens", "max_tokens": self.max_tokens}
         return {"max_chars": self.max_chars}
+
+    def _size(self, text: str) -> int:
+        return self.count_tokens(text) if self.unit == "tokens" else len(text)
+
+    def _head(self, text: str, room: int) -> str:
+        """The longest start of ``text`` that fits ``room`` units."""
+        if self.unit == "chars":
+            return text[:room]
+        low, high = 0, len(text)  # tokens grow with length: binary search the cut
+        while low < high:
+            mid = (low + high + 1) // 2
+            if self.count_tokens(text[:mid]) <= room:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
 
     def window(self) -> Window:
         if not self.history:
@@ -32,7 +59,7 @@ class TruncateStrategy(BaseStrategy):
         # The current message (with the call it answers) always goes in, unaltered.
         start = current_exchange_start(self.history)
         kept: list[Message] = []
-        room = self.max_chars
+        room = self.max_tokens if self.unit == "tokens" else self.max_chars
         full = False
         for message in self.history[:start]:
             if message.get("role") == "system":
@@ -41,12 +68,14 @@ class TruncateStrategy(BaseStrategy):
             if full:
                 continue
             text = content_text(message)
-            if len(text) <= room:
+            size = self._size(text)
+            if size <= room:
                 kept.append(message)
-                room -= len(text)
+                room -= size
                 continue
-            if room > 0:
-                kept.append({**message, "content": text[:room]})
+            head = self._head(text, room) if room > 0 else ""
+            if head:
+                kept.append({**message, "content": head})
             full = True
         return Window(messages=pair_tool_calls(kept) + self.history[start:])
 

@@ -1,0 +1,133 @@
+"""``rag``: evicted turns go into a search index; the best chunks come back.
+
+The window is the system prompt, the last ``keep_turns`` turns raw, and the
+top ``k`` chunks of older turns retrieved for the current user message,
+injected in timeline order with their turn numbers (so the model can tell an
+old statement from a newer one).  BM25 by default; ``backend="embeddings"``
+needs the ``embeddings`` extra.
+
+Known failure: it retrieves similar-looking but stale turns, and a chunk
+loses the timeline around it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Message, Window, split_system
+from .registry import register_strategy
+from .retrieval import SearchIndex, make_index
+from .turns import (
+    TracksUserTurns,
+    fit_budget,
+    last_user_text,
+    require_at_least,
+    transcript,
+    user_starts,
+)
+
+RETRIEVED_HEADER = "Retrieved from earlier in this conversation (oldest first):"
+
+
+@register_strategy("rag")
+class RagStrategy(TracksUserTurns):
+    name = "rag"
+    description = "Recent turns raw; older turns indexed (BM25) and the top-k chunks retrieved."
+
+    def __init__(
+        self,
+        k: int = 3,
+        keep_turns: int = 4,
+        chunk_chars: int = 1200,
+        backend: str = "bm25",
+        embedding_model: str | None = None,
+        budget_tokens: int | None = None,
+    ) -> None:
+        super().__init__()
+        require_at_least("rag", 1, k=k, keep_turns=keep_turns, chunk_chars=chunk_chars)
+        self.k = k
+        self.keep_turns = keep_turns
+        self.chunk_chars = chunk_chars
+        self.backend = backend
+        self.embedding_model = embedding_model
+        self.budget_tokens = budget_tokens
+        self.index: SearchIndex = make_index(backend, embedding_model)
+        self.chunks: list[tuple[int, str]] = []  # per indexed document: (turn number, text)
+        self.texts: list[str] = []  # the chunks' texts, for Window.retrievable
+        self.indexed = 0  # messages after the system prompt that are in the index
+        self.turn_offset = 0  # turns of earlier chats: turn numbers run on across chats
+        self.last_hits: list[int] = []
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "k": self.k,
+            "keep_turns": self.keep_turns,
+            "chunk_chars": self.chunk_chars,
+            "backend": self.backend,
+            "budget_tokens": self.budget_tokens,
+        }
+        if self.embedding_model is not None:
+            params["embedding_model"] = self.embedding_model
+        return params
+
+    def window(self) -> Window:
+        system, rest = split_system(self.history)
+        starts = self.turn_starts(len(system))
+        cut = starts[-self.keep_turns] if len(starts) > self.keep_turns else 0
+        self._index(rest, starts, cut)
+        hits = sorted(self.index.search(last_user_text(rest), self.k)) if self.chunks else []
+        self.last_hits = hits
+        injected: list[Message] = []
+        if hits:
+            blocks = [f"[turn {self.chunks[i][0]}]\n{self.chunks[i][1]}" for i in hits]
+            injected = [{"role": "user", "content": "\n\n".join([RETRIEVED_HEADER, *blocks])}]
+        messages = fit_budget(
+            system + injected + rest[cut:], self.budget_tokens, self.count_tokens, len(injected)
+        )
+        # Every indexed chunk is retrievable; fact survival looks at the visible
+        # messages first, so the injected ones still count as visible.
+        return Window(messages=messages, retrievable=list(self.texts))
+
+    def end_session(self) -> None:
+        """Long-term memory: the whole chat goes into the index, and later chats
+        retrieve from it."""
+        rest = split_system(self.history)[1]
+        starts = user_starts(rest)
+        self._index(rest, starts, len(rest))
+        self.turn_offset += len(starts)
+        self.indexed = 0
+        super().end_session()
+
+    def _index(self, rest: list[Message], starts: list[int], cut: int) -> None:
+        """Add the turns evicted since the last call, each in chunks."""
+        if cut <= self.indexed:
+            return
+        bounds = sorted({self.indexed, *(s for s in starts if self.indexed < s < cut), cut})
+        for begin, end in zip(bounds, bounds[1:], strict=False):
+            # 1-based (0 before the first user message of the first chat).
+            turn = self.turn_offset + sum(1 for s in starts if s <= begin)
+            for chunk in chunks(transcript(rest[begin:end]), self.chunk_chars):
+                self.index.add(chunk)
+                self.chunks.append((turn, chunk))
+                self.texts.append(chunk)
+        self.indexed = cut
+
+
+def chunks(text: str, size: int) -> list[str]:
+    """Line-aligned pieces of at most ``size`` characters (a longer line is cut)."""
+    out: list[str] = []
+    current = ""
+    for line in text.splitlines():
+        while len(line) > size:
+            if current:
+                out.append(current)
+                current = ""
+            out.append(line[:size])
+            line = line[size:]
+        if current and len(current) + 1 + len(line) > size:
+            out.append(current)
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        out.append(current)
+    return out

@@ -1,0 +1,123 @@
+"""Search indexes for ``rag``: BM25 by default, embeddings behind an extra.
+
+BM25 (Robertson & Zaragoza's Okapi BM25, k1=1.5, b=0.75 as in ``rank_bm25``)
+is a few lines of pure Python, deterministic and needs no download, so it is
+the default.  The embedding index is a seam: it needs the optional extra
+``pytest-ctxeval[embeddings]`` (sentence-transformers) and says so when it is
+missing.
+"""
+
+from __future__ import annotations
+
+import copy
+import heapq
+import math
+from collections import Counter
+from typing import Any, Protocol
+
+from ..llm.text import terms
+
+EMBEDDINGS_EXTRA = "embeddings"
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class MissingExtraError(ImportError):
+    """An optional backend whose package is not installed."""
+
+
+class SearchIndex(Protocol):
+    """Documents in, ranked document numbers out."""
+
+    def add(self, text: str) -> int: ...
+
+    def search(self, query: str, k: int) -> list[int]: ...
+
+
+class BM25Index:
+    """Okapi BM25 over the same terms the mock model reads (lower-cased, stemmed)."""
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1 = k1
+        self.b = b
+        self.lengths: list[int] = []
+        self.total_length = 0
+        # term -> [(document, term frequency)]: a search reads only the
+        # documents that share a term with the query.
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+
+    def add(self, text: str) -> int:
+        doc = len(self.lengths)
+        counts = Counter(terms(text))
+        for term, tf in counts.items():
+            self.postings.setdefault(term, []).append((doc, tf))
+        self.lengths.append(sum(counts.values()))
+        self.total_length += self.lengths[-1]
+        return doc
+
+    def search(self, query: str, k: int) -> list[int]:
+        n = len(self.lengths)
+        if not n or k < 1:
+            return []
+        average = self.total_length / n or 1.0
+        scores: dict[int, float] = {}
+        for term in sorted(set(terms(query))):  # a fixed order: float sums repeat exactly
+            postings = self.postings.get(term, [])
+            idf = math.log(1 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
+            for doc, tf in postings:
+                norm = self.k1 * (1 - self.b + self.b * self.lengths[doc] / average)
+                scores[doc] = scores.get(doc, 0.0) + idf * tf * (self.k1 + 1) / (tf + norm)
+        # Ties go to the later document: the most recent statement of a fact wins.
+        # nlargest, not a sort: a long session scores thousands of chunks for 3.
+        best = heapq.nlargest(k, ((score, doc) for doc, score in scores.items() if score > 0))
+        return [doc for _, doc in best]
+
+
+class EmbeddingIndex:
+    """Cosine similarity over sentence-transformers embeddings (optional extra)."""
+
+    def __init__(self, model_name: str = DEFAULT_EMBEDDING_MODEL) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+        except ImportError:
+            raise MissingExtraError(
+                "rag backend 'embeddings' needs the optional extra: "
+                f"pip install 'pytest-ctxeval[{EMBEDDINGS_EXTRA}]' (sentence-transformers); "
+                "or use backend 'bm25', which needs nothing"
+            ) from None
+        self.model_name = model_name
+        self.model: Any = SentenceTransformer(model_name)
+        self.vectors: list[list[float]] = []
+
+    def add(self, text: str) -> int:
+        vector = self.model.encode([text], normalize_embeddings=True)[0]
+        self.vectors.append([float(x) for x in vector])
+        return len(self.vectors) - 1
+
+    def search(self, query: str, k: int) -> list[int]:
+        if not self.vectors or k < 1:
+            return []
+        q = [float(x) for x in self.model.encode([query], normalize_embeddings=True)[0]]
+        scores = [
+            (sum(a * b for a, b in zip(q, v, strict=True)), i) for i, v in enumerate(self.vectors)
+        ]
+        scores.sort(key=lambda item: (-item[0], -item[1]))
+        return [i for _, i in scores[:k]]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> EmbeddingIndex:
+        # Forks share the (read-only, large) model and copy only the vectors.
+        clone = EmbeddingIndex.__new__(EmbeddingIndex)
+        clone.model_name, clone.model = self.model_name, self.model
+        clone.vectors = copy.deepcopy(self.vectors, memo)
+        memo[id(self)] = clone
+        return clone
+
+
+BACKENDS = ("bm25", "embeddings")
+
+
+def make_index(backend: str, embedding_model: str | None = None) -> SearchIndex:
+    if backend == "bm25":
+        return BM25Index()
+    if backend == "embeddings":
+        return EmbeddingIndex(embedding_model or DEFAULT_EMBEDDING_MODEL)
+    raise ValueError(f"rag: backend must be one of {', '.join(BACKENDS)}, got {backend!r}")

@@ -1,0 +1,54 @@
+"""Strategies that rewrite tool results and leave everything else alone:
+``toolprune``, ``observation-mask`` and ``subagent``.
+
+Each tool result is rewritten at most once (history never changes), except
+the last ``keep_last`` results, which go in whole.  Only a result's content
+changes, so a call and its result always stay together.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import BaseStrategy, Message, Window
+from .turns import fit_budget, require_at_least
+
+
+class ToolResultStrategy(BaseStrategy):
+    """Base: subclasses say how one older tool result is condensed."""
+
+    def __init__(self, keep_last: int, budget_tokens: int | None = None) -> None:
+        super().__init__()
+        require_at_least(self.name, 0, keep_last=keep_last)
+        self.keep_last = keep_last
+        self.budget_tokens = budget_tokens
+        # The window as it stands, kept up to date in add() and window(): a
+        # result only ever goes from whole to condensed, so each call does the
+        # new work only (a 1,000-turn session must not cost turns x messages).
+        self._shown: list[Message] = []
+        self._results: list[int] = []  # history indices of tool results
+        self._condensed_upto = 0  # results before this position in _results are condensed
+
+    def params(self) -> dict[str, Any]:
+        return {"keep_last": self.keep_last, "budget_tokens": self.budget_tokens}
+
+    def add(self, message: Message) -> None:
+        super().add(message)
+        self._shown.append(message)
+        if message.get("role") == "tool":
+            self._results.append(len(self.history) - 1)
+
+    def window(self) -> Window:
+        whole_from = max(len(self._results) - self.keep_last, 0)
+        for index in self._results[self._condensed_upto : whole_from]:
+            self._shown[index] = self.condense(index, self.history[index])
+        self._condensed_upto = max(self._condensed_upto, whole_from)
+        return Window(messages=fit_budget(list(self._shown), self.budget_tokens, self.count_tokens))
+
+    def end_session(self) -> None:
+        super().end_session()
+        self._shown = list(self.history)  # the new chat's history: its system prompt
+        self._results, self._condensed_upto = [], 0
+
+    def condense(self, index: int, message: Message) -> Message:  # pragma: no cover - abstract
+        raise NotImplementedError
