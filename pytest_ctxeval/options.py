@@ -30,6 +30,22 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "What fails the run: context_loss, fail (also model misses) or never",
         "context_loss",
     ),
+    "ctx_cassettes": (
+        "--ctx-cassettes",
+        "Directory of recorded real-model responses (cassettes)",
+        "reports/cassettes",
+    ),
+    "ctx_record": (
+        "--ctx-record",
+        "Cassette mode: none (replay only, a miss is an error), new (record misses) "
+        "or all (call and re-record everything)",
+        "new",
+    ),
+    "ctx_concurrency": (
+        "--ctx-concurrency",
+        "Parallel model calls within a worker",
+        "8",
+    ),
 }
 
 
@@ -39,6 +55,26 @@ def _fail_on(value: str) -> str:
             f"--ctx-fail-on: invalid value {value!r}; expected one of: {', '.join(FAIL_ON)}"
         )
     return value
+
+
+def _record_mode(value: str) -> str:
+    if value not in RECORD_MODES:
+        raise pytest.UsageError(
+            f"--ctx-record: invalid value {value!r}; expected one of: {', '.join(RECORD_MODES)}"
+        )
+    return value
+
+
+def _concurrency(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise pytest.UsageError(
+            f"--ctx-concurrency: invalid value {value!r}; expected a whole number >= 1"
+        )
+    return number
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -64,6 +100,9 @@ class CtxOptions:
     results: Path
     fail_on: str
     scenario_dirs: tuple[Path, ...]
+    cassettes: Path = Path("reports/cassettes")
+    record: str = "new"
+    concurrency: int = 8
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> CtxOptions:
@@ -91,4 +130,7 @@ class CtxOptions:
             results=output_path("ctx_results"),
             fail_on=_fail_on(get("ctx_fail_on") or "context_loss"),
             scenario_dirs=tuple((root / d).resolve() for d in config.getini("ctx_scenario_dirs")),
+            cassettes=output_path("ctx_cassettes"),
+            record=_record_mode(get("ctx_record") or "new"),
+            concurrency=_concurrency(get("ctx_concurrency") or "8"),
         )

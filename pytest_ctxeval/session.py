@@ -34,16 +34,44 @@ class CtxSession:
     _evaluator: Evaluator | None = None
     _writer: ResultWriter | None = None
     _model_checked: bool = False
+    # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
+    selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
+    batch_runs: bool = True
 
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
             from .evaluate.runner import EvalSettings, Evaluator
 
+            options = self.options
             self._evaluator = Evaluator(
-                EvalSettings(model=self.options.model, api_base=self.options.api_base)
+                EvalSettings(
+                    model=options.model,
+                    api_base=options.api_base,
+                    cassette_dir=options.cassettes,
+                    record=options.record,  # type: ignore[arg-type]
+                    concurrency=options.concurrency if self.batch_runs else 1,
+                ),
+                selection=self.selection,
             )
         return self._evaluator
+
+    def note_selection(self, items: list[pytest.Item], *, runs_stay_together: bool) -> None:
+        """Remember the selected probes of each run: the evaluator asks the model
+        for them together, and a probe deselected with -k or -m costs no call.
+
+        Under xdist's default distribution the probes of one run may go to
+        different workers; asking for all of them in each would pay twice, so
+        then every item asks for itself and the worker processes are the
+        parallelism (``--dist loadscope`` keeps a run on one worker)."""
+        from .collect import ProbeItem
+
+        self.batch_runs = runs_stay_together
+        self.selection.clear()
+        for item in items:
+            if isinstance(item, ProbeItem):
+                run = (item.source, item.conversation.id, item.spec.name)
+                self.selection.setdefault(run, set()).add(item.probe.id)
 
     def check_model(self) -> None:
         """An unknown model is a usage error, found before anything runs."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
@@ -56,6 +56,10 @@ class _Pending:
     record: ResultRecord
     trace: SessionTrace | None = None
     window: Window | None = None
+    # The strategy's own model calls up to and including this probe's window.
+    strategy_calls: int = 0
+    strategy_cost_usd: float = 0.0
+    strategy_input_tokens: int = 0
 
 
 @dataclass
@@ -122,6 +126,10 @@ class Evaluator:
             if (source, conversation.id, item.probe.id) not in self._truth:
                 window, tokens = _full_window(conversation, item.probe, self.settings.model)
                 truth_windows[item.probe.id] = (window, tokens)
+                if item.window.messages == window.messages and not item.window.tools:
+                    # The same request (e.g. under `full`): ask once, as a
+                    # cassette replay would when the two run one after the other.
+                    continue
                 context = CallContext(
                     conversation.id, None, item.probe.id, "full-context ground truth"
                 )
@@ -130,10 +138,8 @@ class Evaluator:
                 )
         answers = self._run(jobs)
         for probe_id, (_, tokens) in truth_windows.items():
-            self._truth[(source, conversation.id, probe_id)] = (
-                answers[("truth", probe_id)],
-                tokens,
-            )
+            truth = answers.get(("truth", probe_id)) or answers[("answer", probe_id)]
+            self._truth[(source, conversation.id, probe_id)] = (truth, tokens)
         for item in pending:
             if item.window is not None and item.trace is not None:
                 truth, full_tokens = self._truth[(source, conversation.id, item.probe.id)]
@@ -167,10 +173,19 @@ class Evaluator:
         )
         item = _Pending(probe, record)
         try:
-            item.trace = self._trace(conversation, spec, source)
-            strategy = fork_strategy(item.trace.strategy)
-            strategy.add({"role": "user", "content": probe.question})
-            window = strategy.window()
+            item.trace = trace = self._trace(conversation, spec, source)
+            # The fork still counts into the shared trace: take this probe's
+            # share, then put the session's totals back for the next probe.
+            totals = (trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens)
+            try:
+                strategy = fork_strategy(trace.strategy)
+                strategy.add({"role": "user", "content": probe.question})
+                window = strategy.window()
+            finally:
+                item.strategy_calls = trace.strategy_calls
+                item.strategy_cost_usd = trace.strategy_cost_usd
+                item.strategy_input_tokens = trace.strategy_prompt_tokens
+                trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens = totals
         except Exception as exc:  # a strategy bug is this item's error, not the run's
             record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
             return item
@@ -190,14 +205,16 @@ class Evaluator:
         record.answer = answer.answer
         record.ground_truth_answer = truth.answer
         record.full_prompt_tokens = full_tokens
-        record.llm_calls = answer.llm_calls + trace.strategy_calls
+        record.llm_calls = answer.llm_calls + item.strategy_calls
+        record.strategy_calls = item.strategy_calls
+        record.strategy_input_tokens = item.strategy_input_tokens
         record.memory_retrievals = answer.memory_retrievals
-        record.cost_usd = answer.cost_usd + trace.strategy_cost_usd
+        record.cost_usd = answer.cost_usd + item.strategy_cost_usd
         # What the provider's prompt cache would take off the probe request.
         savings = cache_savings_usd(
             self.settings.model, record.cached_prefix_tokens, record.prompt_tokens
         )
-        record.cached_cost_usd = max(record.cost_usd - savings, 0.0)  # type: ignore[attr-defined]
+        record.cached_cost_usd = max(record.cost_usd - savings, 0.0)
         record.latency_s = round(answer.latency_s, 6)
         record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(answer.request_tokens)
         record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *answer.request_tokens])
@@ -272,10 +289,10 @@ def _check(answer: str | None, probe: ProbeCase) -> list[str]:
 
 
 def _expected(probe: ProbeCase) -> dict[str, Any] | None:
-    expected = probe.expect.model_dump(exclude_none=True) if probe.expect else {}
+    expected = probe.expect.model_dump(exclude_none=True, exclude_defaults=True) if probe.expect else {}
     if probe.constraint_check is not None:
         expected["constraint"] = {
             "id": probe.constraint,
-            **probe.constraint_check.model_dump(exclude_none=True),
+            **probe.constraint_check.model_dump(exclude_none=True, exclude_defaults=True),
         }
     return expected or None

@@ -3,11 +3,22 @@ and cost accounting."""
 
 from __future__ import annotations
 
+import os
+import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._litellm import get_litellm
+from .cassettes import (
+    CallContext,
+    CassetteMiss,
+    CassetteStore,
+    build_request,
+    current_context,
+    request_hash,
+)
 
 RETRYABLE = (
     "RateLimitError",
@@ -17,6 +28,19 @@ RETRYABLE = (
     "Timeout",
     "APIError",
 )
+# What shapes an answer, and so goes into a cassette's key.  An allow-list:
+# transport settings (api_base, api_key, timeout, headers) never get in.
+SAMPLING_PARAMS = (
+    "temperature",
+    "response_format",
+    "tool_choice",
+    "max_tokens",
+    "top_p",
+    "seed",
+    "stop",
+)
+_CALLS_LOCK = threading.Lock()  # evaluators call from several threads
+MAX_RETRY_AFTER_S = 60.0
 
 
 class ModelError(RuntimeError):
@@ -43,9 +67,16 @@ class ModelClient:
     max_attempts: int = 4
     backoff_s: float = 1.0
     calls: int = 0
+    # Record/replay of real-model calls; None = always call.  Mocks never use it.
+    cassettes: CassetteStore | None = None
 
     def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        context: CallContext | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> Completion:
         litellm = get_litellm()
         kwargs: dict[str, Any] = {
@@ -56,16 +87,29 @@ class ModelClient:
         }
         if tools:
             kwargs["tools"] = tools
+        if response_format:
+            # OpenAI structured output: {"type": "json_schema", "json_schema": {...}}.
+            kwargs["response_format"] = response_format
         if self.api_base:
             kwargs["api_base"] = self.api_base
-            # OpenAI-compatible local servers want some key; never a real one here.
-            kwargs["api_key"] = self.api_key or "sk-ctxeval-local"
+            # Local OpenAI-compatible servers want some key; a real one from
+            # the environment still wins (a proxy may need it).
+            if self.api_key or not os.environ.get("OPENAI_API_KEY"):
+                kwargs["api_key"] = self.api_key or "sk-ctxeval-local"
         elif self.api_key:
             kwargs["api_key"] = self.api_key
+        if not self.model.startswith("ctxeval/"):
+            # The retries below are the only ones: the OpenAI SDK would otherwise
+            # retry 429/5xx/timeouts on its own, multiplying attempts and latency.
+            kwargs["max_retries"] = 0
+        cassette = self._cassette_lookup(kwargs, context)
+        if isinstance(cassette, Completion):
+            return cassette
         started = time.perf_counter()
         for attempt in range(1, self.max_attempts + 1):
             try:
-                self.calls += 1
+                with _CALLS_LOCK:
+                    self.calls += 1
                 response = litellm.completion(**kwargs)
                 break
             except Exception as exc:  # litellm maps provider errors to its own types
@@ -76,8 +120,32 @@ class ModelClient:
                     raise ModelError(
                         f"{name} after {attempt} attempts: {_first_line(exc)}"
                     ) from exc
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-        return self._completion(response, time.perf_counter() - started)
+                hint = _retry_after_s(exc)
+                time.sleep(hint if hint is not None else self.backoff_s * 2 ** (attempt - 1))
+        completion = self._completion(response, time.perf_counter() - started)
+        if cassette is not None and self.cassettes is not None:
+            self.cassettes.save(cassette[0], cassette[1], _cassette_response(completion))
+        return completion
+
+    def _cassette_lookup(
+        self, kwargs: dict[str, Any], context: CallContext | None
+    ) -> Completion | tuple[str, dict[str, Any]] | None:
+        """A replayed Completion; or (key, request) to record after the call;
+        or None when this call is not recorded (no store, or a mock model)."""
+        if self.cassettes is None or self.model.startswith("ctxeval/"):
+            return None
+        params = {k: kwargs[k] for k in SAMPLING_PARAMS if k in kwargs}
+        request = build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
+        key = request_hash(request)
+        try:
+            stored = self.cassettes.load(key)
+        except CassetteMiss as exc:
+            raise ModelError(str(exc)) from exc
+        if stored is not None:
+            return _replayed(stored)
+        if self.cassettes.mode == "none":
+            raise ModelError(str(self.cassettes.miss(key, request, context or current_context())))
+        return key, request
 
     def _completion(self, response: Any, latency: float) -> Completion:
         try:
@@ -88,7 +156,10 @@ class ModelClient:
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments or ""},
+                "function": {
+                    "name": call.function.name,
+                    "arguments": call.function.arguments or "",
+                },
             }
             for call in (message.tool_calls or [])
         ]
@@ -111,6 +182,55 @@ class ModelClient:
             return 0.0
 
 
+def _retry_after_s(exc: BaseException) -> float | None:
+    """The wait a provider asks for (retry-after-ms / retry-after seconds), capped;
+    None when it names none and exponential backoff applies."""
+    headers = getattr(exc, "litellm_response_headers", None) or getattr(
+        getattr(exc, "response", None), "headers", None
+    )
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return min(max(float(value) * scale, 0.0), MAX_RETRY_AFTER_S)
+        except (TypeError, ValueError):  # an HTTP date: not worth parsing, back off instead
+            return None
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    # litellm nests its wrappers: "litellm.XError: litellm.YError: XError: OpenAIException - msg".
+    return _WRAPPER_PREFIX.sub("", text[0])[:300]
+
+
+_WRAPPER_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)(?::| -) )+")
+
+
+def _cassette_response(completion: Completion) -> dict[str, Any]:
+    # No latency: it differs on every run and would make re-recorded files churn.
+    return {
+        "content": completion.content,
+        "tool_calls": completion.tool_calls,
+        "usage": {
+            "prompt_tokens": completion.prompt_tokens,
+            "completion_tokens": completion.completion_tokens,
+        },
+        "cost_usd": completion.cost_usd,
+    }
+
+
+def _replayed(response: dict[str, Any]) -> Completion:
+    usage = response.get("usage") or {}
+    return Completion(
+        content=response.get("content"),
+        tool_calls=list(response.get("tool_calls") or []),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cost_usd=float(response.get("cost_usd") or 0.0),
+    )

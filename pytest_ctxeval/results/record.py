@@ -48,8 +48,14 @@ class ResultRecord(BaseModel):
     cached_prefix_tokens: int = 0
     turns: int = 0
     cost_usd: float = 0.0
+    # cost_usd with the prompt-cache reads a provider would grant discounted.
+    cached_cost_usd: float = 0.0
     latency_s: float = 0.0
     llm_calls: int = 0
+    # The strategy's own model calls (summaries, sub-agents) and their input
+    # tokens, also included in llm_calls and cost_usd.
+    strategy_calls: int = 0
+    strategy_input_tokens: int = 0
     memory_retrievals: int = 0
     error: str | None = None
     budget: int | None = None

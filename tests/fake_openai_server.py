@@ -1,0 +1,270 @@
+"""A scriptable OpenAI-compatible chat server on loopback, for tests.
+
+Real HTTP, so requests go through litellm and the OpenAI SDK exactly as they
+would against a hosted provider or a local llama.cpp server: status codes,
+error bodies, retries and timeouts are the real ones.
+
+    with FakeOpenAIServer() as server:
+        server.script(error(429), error(429), reply("hello"))
+        ModelClient("openai/test-model", api_base=server.url, backoff_s=0.01).complete(...)
+
+Replies are served from the script in order; once it is empty, ``responder``
+(a function of the request body) answers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CONTEXT_LENGTH_MESSAGE = (
+    "This model's maximum context length is 8192 tokens. However, your messages resulted "
+    "in 9500 tokens. Please reduce the length of the messages."
+)
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict[str, Any]
+    delay_s: float = 0.0
+    # Sent as raw bytes instead of ``body`` when set: for malformed responses.
+    raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SeenRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def reply(
+    content: str | None = "ok",
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    prompt_tokens: int = 11,
+    completion_tokens: int = 3,
+    delay_s: float = 0.0,
+) -> Reply:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": "test-model",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        },
+        delay_s=delay_s,
+    )
+
+
+def tool_call_reply(name: str, arguments: str, call_id: str = "call_fake_1") -> Reply:
+    """A tool call; ``arguments`` is sent verbatim, so it may be malformed JSON."""
+    return reply(
+        None,
+        tool_calls=[
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ],
+    )
+
+
+def error(
+    status: int,
+    message: str = "",
+    *,
+    code: str | None = None,
+    type_: str = "",
+    retry_after_ms: int | None = None,
+) -> Reply:
+    """An error in OpenAI's shape ({"error": {message, type, param, code}})."""
+    defaults = {
+        400: ("bad request", "invalid_request_error"),
+        429: ("Rate limit reached for requests", "requests"),
+        500: ("The server had an error while processing your request.", "server_error"),
+        503: ("The engine is currently overloaded, please try again later.", "server_error"),
+    }
+    default_message, default_type = defaults.get(status, ("error", "server_error"))
+    return Reply(
+        status,
+        {
+            "error": {
+                "message": message or default_message,
+                "type": type_ or default_type,
+                "param": None,
+                "code": code,
+            }
+        },
+        headers={"retry-after-ms": str(retry_after_ms)} if retry_after_ms is not None else {},
+    )
+
+
+def context_length_error() -> Reply:
+    return error(
+        400, CONTEXT_LENGTH_MESSAGE, code="context_length_exceeded", type_="invalid_request_error"
+    )
+
+
+def echo_responder(body: dict[str, Any]) -> Reply:
+    """Default: repeat the last user message, with usage that grows with the prompt."""
+    last_user = last_user_text(body)
+    words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages", []))
+    return reply(f"You asked: {last_user}", prompt_tokens=max(words, 1), completion_tokens=4)
+
+
+@dataclass
+class FakeOpenAIServer:
+    responder: Callable[[dict[str, Any]], Reply] = echo_responder
+    requests: list[SeenRequest] = field(default_factory=list)
+    # Most chat requests being answered at the same moment: shows concurrency.
+    peak_in_flight: int = 0
+    _in_flight: int = 0
+    _script: deque[Reply] = field(default_factory=deque)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def chat_requests(self) -> list[SeenRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        return self.responder(body)
+
+    def start(self) -> FakeOpenAIServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str] | None = None
+            ) -> None:
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                try:
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # client timed out and left
+                    pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    payload = {"object": "list", "data": [{"id": "test-model", "object": "model"}]}
+                    self._send(200, json.dumps(payload).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b"{}"
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    body = {"_unparsed": raw.decode("utf-8", "replace")}
+                with server._lock:
+                    server.requests.append(SeenRequest(self.path, dict(self.headers), body))
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, b'{"error": {"message": "not found"}}')
+                    return
+                with server._lock:
+                    server._in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server._in_flight)
+                try:
+                    answer = server._next_reply(body)
+                    if answer.delay_s:
+                        time.sleep(answer.delay_s)
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+                payload = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
+                self._send(answer.status, payload, answer.headers)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True  # a sleeping handler must not block shutdown
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    return next(
+        (
+            str(m.get("content") or "")
+            for m in reversed(body.get("messages", []))
+            if m.get("role") == "user"
+        ),
+        "",
+    )
+
+
+_OPS_CHAT = """\
+id: {id}
+system: You are a helpful assistant for an operations team.
+turns:
+  - user: Our staging database listens on port 5432.
+  - assistant: Noted, port 5432.
+  - user: The deploy window is Tuesday morning.
+  - assistant: Noted, Tuesday morning.
+probes:
+"""
+
+
+def ops_scenario(scenario_id: str, *probes: str) -> str:
+    """Scenario YAML for the plugin tests: a short operations chat, then ``probes``
+    (each a YAML flow mapping)."""
+    return _OPS_CHAT.format(id=scenario_id) + "".join(f"  - {probe}\n" for probe in probes)
