@@ -38,10 +38,7 @@ class ScenarioFile(pytest.File):
         )
         conversations = load_conversations(self.path, display_path=self.display_path, root=root)
         for conversation in conversations:
-            for spec in session.strategies:
-                yield ScenarioRun.from_parent(
-                    self, name=f"{conversation.id}[{spec.name}]", conversation=conversation, spec=spec
-                )
+            yield ScenarioNode.from_parent(self, name=conversation.id, conversation=conversation)
 
     @property
     def display_path(self) -> str:
@@ -54,33 +51,43 @@ class ScenarioFile(pytest.File):
         from .scenario.errors import ScenarioError
 
         if isinstance(excinfo.value, ScenarioError):
+            # One bad file is reported, and the other scenarios still run:
+            # without this pytest would stop the whole run after collection.
+            self.config.option.continue_on_collection_errors = True
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
 
-class ScenarioRun(pytest.Collector):
-    """One scenario under one strategy; its children are the probes."""
+class ScenarioNode(pytest.Collector):
+    """One scenario; its items are its probes under each strategy, named like
+    parametrized tests (``probe[strategy]``) so every id can be passed back
+    to pytest to re-run one item."""
 
-    def __init__(
-        self, *, conversation: Conversation, spec: StrategySpec, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, conversation: Conversation, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.conversation = conversation
-        self.spec = spec
 
     def collect(self) -> Iterator[pytest.Item]:
+        strategies = self.config.stash[SESSION_KEY].strategies
         for probe in self.conversation.probes:
-            yield ProbeItem.from_parent(self, name=probe.id, probe=probe)
+            for spec in strategies:
+                yield ProbeItem.from_parent(
+                    self, name=f"{probe.id}[{spec.name}]", probe=probe, spec=spec
+                )
 
 
 class ProbeItem(pytest.Item):
-    def __init__(self, *, probe: ProbeCase, **kwargs: Any) -> None:
+    def __init__(self, *, probe: ProbeCase, spec: StrategySpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.probe = probe
-        run = self.parent
-        assert isinstance(run, ScenarioRun)
-        self.run = run
-        for tag in run.conversation.scenario.tags:
+        self.spec = spec
+        scenario = self.parent
+        assert isinstance(scenario, ScenarioNode)
+        self.conversation = scenario.conversation
+        file = scenario.parent
+        assert isinstance(file, ScenarioFile)
+        self.source = file.display_path
+        for tag in self.conversation.scenario.tags:
             marker = tag.replace("-", "_")
             if marker.isidentifier():
                 # Registered first so tags never trip --strict-markers.
@@ -89,10 +96,8 @@ class ProbeItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        file = self.run.parent
-        assert isinstance(file, ScenarioFile)
         record = session.evaluator.evaluate(
-            self.run.conversation, self.run.spec, self.probe, source=file.display_path
+            self.conversation, self.spec, self.probe, source=self.source
         )
         record.nodeid = self.nodeid
         self.stash[RECORD_KEY] = record
@@ -112,8 +117,9 @@ class ProbeItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        line = self.run.conversation.probe_lines.get(self.probe.id)
-        return self.path, line, f"{self.run.name}::{self.name}"
+        line = self.conversation.probe_lines.get(self.probe.id)
+        # pytest wants a 0-based line here.
+        return self.path, (line - 1 if line else None), f"{self.conversation.id}::{self.name}"
 
 
 def format_failure(record: ResultRecord) -> str:

@@ -30,7 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     options = CtxOptions.from_config(config)
     try:
-        strategies = resolve(options.strategies)
+        strategies = resolve(options.strategies, preset_dirs=[config.rootpath / "strategies"])
     except UnknownStrategyError as exc:
         raise pytest.UsageError(f"--ctx-strategy: {exc}") from None
     if not strategies:
@@ -41,6 +41,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "filterwarnings", "ignore:.* using the `ReadOnly` qualifier:UserWarning"
     )
     ctx = CtxSession(options=options, strategies=strategies)
+    # Checked here, where a UsageError is a clean one-line error; a mock model
+    # is checked by name, a real one through litellm (imported only then).
+    ctx.check_model()
     config.stash[SESSION_KEY] = ctx
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ControllerHooks(ctx), "ctxeval-controller")
@@ -54,7 +57,6 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFi
     if _in_dirs(file_path, session.options.scenario_dirs) or _named_on_command_line(
         file_path, config
     ):
-        session.check_model()
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 

@@ -36,7 +36,9 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
         failed.append(f"matches /{expect.regex}/")
     if expect.not_regex is not None and re.search(expect.not_regex, text, flags):
         failed.append(f"does not match /{expect.not_regex}/")
-    if expect.equals is not None and normalise(text) != normalise(expect.equals, expect.case_sensitive):
+    if expect.equals is not None and normalise(text, expect.case_sensitive) != normalise(
+        expect.equals, expect.case_sensitive
+    ):
         failed.append(f"equals {expect.equals!r}")
     if expect.python is not None:
         failed.extend(check_python(text, expect.python))

@@ -246,11 +246,11 @@ def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
     """A coding agent at work: the user asks, the agent reads files, runs
     tests and shell commands, and reports back."""
     messages: list[Message] = []
-    tools = [("read_file", _file_read), ("run_tests", _test_run), ("shell", _shell), ("lint", _lint)]
+    tools = [("read_file", "file_read"), ("run_tests", "test_run"), ("shell", "shell"), ("lint", "lint")]
     for turn in range(spec.turns):
         stem = rng.choice(v.FILE_STEMS)
         messages.append({"role": "user", "content": rng.choice(v.CODING_ASKS).format(stem=stem)})
-        name, make = rng.choice(tools)
+        name, kind = rng.choice(tools)
         call_id = f"gen_{spec.seed}_{turn}"
         args = json.dumps({"path": f"src/{stem}.py"} if name == "read_file" else {}, sort_keys=True)
         messages.append(
@@ -258,10 +258,12 @@ def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
                 {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
             ]}
         )
-        sub = GenerateSpec(kind=name if name != "run_tests" else "test_run", seed=rng.getrandbits(31),
-                           rows=rng.randint(15, 40), failures=rng.randint(0, 1))
-        items, join = make(random.Random(sub.seed), sub)
-        messages.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": join(_take(items, sub))})
+        sub = GenerateSpec(
+            kind=kind, seed=rng.getrandbits(31), rows=rng.randint(15, 40), failures=rng.randint(0, 1)
+        )
+        messages.append(
+            {"role": "tool", "tool_call_id": call_id, "name": name, "content": generate_text(sub)}
+        )
         messages.append({"role": "assistant", "content": rng.choice(v.CODING_REPLIES).format(stem=stem)})
     return messages
 

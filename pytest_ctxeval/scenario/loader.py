@@ -110,6 +110,8 @@ def _problems(exc: ValidationError, root: yaml.Node, prefix: Loc, path: str) -> 
     problems = []
     for err in exc.errors(include_url=False):
         loc, model = _strip_tags(tuple(err["loc"]))
+        # A LocatedValueError from a model validator says where below the model it is.
+        loc = (*loc, *getattr((err.get("ctx") or {}).get("error"), "loc", ()))
         node, key_node = find_node(root, (*prefix, *loc))
         target = key_node if err["type"] == "extra_forbidden" and key_node else node
         mark = target.start_mark
@@ -128,6 +130,9 @@ def _message(err: Any, loc: Loc, parent: type[BaseModel] | None) -> str:
         return f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'scenario'}{hint}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r} in {_dotted(loc[:-1]) or 'scenario'}"
+    if kind == "turn_kind" and isinstance(err.get("input"), dict):
+        keys = ", ".join(repr(k) for k in err["input"]) or "none"
+        return f"{where}: a turn needs exactly one of the keys user, assistant, tool, generate; got {keys}"
     msg = str(err["msg"]).removeprefix("Value error, ")
     return f"{where}: {msg}" if where else msg
 

@@ -24,6 +24,15 @@ from .generators import GenerateSpec
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
+class LocatedValueError(ValueError):
+    """A validation error that knows where below the model it belongs, so the
+    loader can point at that line rather than at the whole scenario."""
+
+    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -234,37 +243,39 @@ class Scenario(Strict):
     @model_validator(mode="after")
     def _references(self) -> Scenario:
         if self.sessions is not None and self.turns:
-            raise ValueError("use either 'turns' (one chat) or 'sessions' (several), not both")
-        for kind, items in (
-            ("needle", self.needles),
-            ("constraint", self.constraints),
-            ("probe", self.probes),
-        ):
+            raise LocatedValueError(
+                ("sessions",), "use either 'turns' (one chat) or 'sessions' (several), not both"
+            )
+        for kind, items in (("needles", self.needles), ("constraints", self.constraints), ("probes", self.probes)):
             seen: set[str] = set()
-            for item in items:
+            for i, item in enumerate(items):
                 if item.id in seen:
-                    raise ValueError(f"duplicate {kind} id {item.id!r}")
+                    raise LocatedValueError((kind, i, "id"), f"duplicate {kind[:-1]} id {item.id!r}")
                 seen.add(item.id)
         needles = {n.id: n for n in self.needles}
         constraints = {c.id for c in self.constraints}
-        for probe in self.probes:
+        for i, probe in enumerate(self.probes):
             if probe.needle is not None:
                 needle = needles.get(probe.needle)
                 if needle is None:
-                    raise ValueError(
+                    raise LocatedValueError(
+                        ("probes", i, "needle"),
                         f"probe {probe.id!r} names needle {probe.needle!r}; "
-                        f"known needles: {', '.join(sorted(needles)) or 'none'}"
+                        f"known needles: {', '.join(sorted(needles)) or 'none'}",
                     )
                 if probe.user is None and needle.question is None:
-                    raise ValueError(
-                        f"probe {probe.id!r}: needle {needle.id!r} has no 'question'"
+                    raise LocatedValueError(
+                        ("probes", i), f"probe {probe.id!r}: needle {needle.id!r} has no 'question'"
                     )
                 if probe.expect is None and needle.answer is None:
-                    raise ValueError(f"probe {probe.id!r}: needle {needle.id!r} has no 'answer'")
+                    raise LocatedValueError(
+                        ("probes", i), f"probe {probe.id!r}: needle {needle.id!r} has no 'answer'"
+                    )
             if probe.constraint is not None and probe.constraint not in constraints:
-                raise ValueError(
+                raise LocatedValueError(
+                    ("probes", i, "constraint"),
                     f"probe {probe.id!r} names constraint {probe.constraint!r}; "
-                    f"known constraints: {', '.join(sorted(constraints)) or 'none'}"
+                    f"known constraints: {', '.join(sorted(constraints)) or 'none'}",
                 )
         return self
 

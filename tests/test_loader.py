@@ -1,0 +1,394 @@
+"""Scenario YAML -> concrete sessions: errors with file:line:column, planting of
+needles and constraints, tool calls, generators."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+import pytest
+
+from pytest_ctxeval.scenario.build import Conversation
+from pytest_ctxeval.scenario.errors import ScenarioError
+from pytest_ctxeval.scenario.loader import parse_conversations
+
+PATH = "scenarios/s.yaml"
+PROBE = 'probes:\n  - {id: p, user: "What now?"}\n'
+
+
+def load(text: str) -> list[Conversation]:
+    """Parse a scenario written inline; one without probes gets a default probe."""
+    text = textwrap.dedent(text).lstrip("\n")
+    if "probes:" not in text:
+        text += PROBE
+    return parse_conversations(text, PATH)
+
+
+def load_one(text: str) -> Conversation:
+    (conversation,) = load(text)
+    return conversation
+
+
+def error(text: str) -> str:
+    """The one error a broken scenario gives, as printed."""
+    with pytest.raises(ScenarioError) as info:
+        load(text)
+    problems = info.value.problems
+    assert len(problems) == 1, [str(p) for p in problems]
+    return str(problems[0])
+
+
+def session(conversation: Conversation) -> list[dict[str, Any]]:
+    """The messages without the system prompt."""
+    return [m for m in conversation.messages if m["role"] != "system"]
+
+
+# -- errors name the place --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, where, message",
+    [
+        pytest.param(
+            """
+            id: s
+            descripton: A typo at the top level.
+            """,
+            "2:1",
+            "unknown key 'descripton' in scenario; expected one of: id, description,",
+            id="scenario",
+        ),
+        pytest.param(
+            """
+            id: s
+            turns:
+              - tool: {name: query, outptu: rows}
+            """,
+            "3:25",
+            "unknown key 'outptu' in turns[0].tool; expected one of: name, args, output, generate",
+            id="turn-tool",
+        ),
+        pytest.param(
+            """
+            id: s
+            turns:
+              - user: hi
+            needles:
+              - {id: n, text: x, turn: 1, answr: y}
+            """,
+            "5:31",
+            "unknown key 'answr' in needles[0]; expected one of: id, text, question, answer,",
+            id="needle",
+        ),
+        pytest.param(
+            """
+            id: s
+            turns:
+              - user: hi
+            probes:
+              - id: p
+                user: What now?
+                expect:
+                  contains: x
+                  contans: y
+            """,
+            "9:7",
+            "unknown key 'contans' in probes[0].expect; expected one of: contains, contains_any,",
+            id="probe-expect",
+        ),
+        pytest.param(
+            """
+            id: s
+            turns:
+              - user: hi
+              - generate: {kind: chitchat, turn: 3}
+            """,
+            "4:32",
+            "unknown key 'turn' in turns[1].generate; expected one of: kind, seed, turns,",
+            id="turn-generate",
+        ),
+    ],
+)
+def test_unknown_keys_are_named_at_their_line_and_column(text, where, message):
+    found = error(text)
+    assert found.startswith(f"{PATH}:{where}: ")
+    assert message in found
+
+
+def test_a_turn_with_two_kinds_is_an_error():
+    text = """
+        id: s
+        turns:
+          - user: hi
+          - {user: a, assistant: b}
+        """
+    assert error(text) == (
+        f"{PATH}:4:5: turns[1]: a turn needs exactly one of the keys "
+        "user, assistant, tool, generate; got 'user', 'assistant'"
+    )
+
+
+def test_a_misspelt_turn_key_is_quoted():
+    text = """
+        id: s
+        turns:
+          - usr: hi
+        """
+    assert "'usr'" in error(text)
+
+
+def test_duplicate_keys_are_an_error_at_the_second_one():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        id: t
+        """
+    assert error(text) == f"{PATH}:4:1: duplicate key 'id'"
+
+
+def test_duplicate_keys_deep_inside_are_found_too():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - id: p
+            user: What now?
+            expect: {contains: a, contains: b}
+        """
+    assert error(text) == f"{PATH}:7:27: duplicate key 'contains'"
+
+
+def test_a_bad_regex_is_an_error_at_the_regex():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - id: p
+            user: What now?
+            expect: {regex: "(unclosed"}
+        """
+    found = error(text)
+    assert found.startswith(f"{PATH}:7:21: probes[0].expect.regex: invalid regular expression")
+    assert "missing )" in found
+
+
+@pytest.mark.parametrize(
+    "place", ["{id: n, text: x, depth: 0.5, turn: 1}", "{id: n, text: x}"], ids=["both", "neither"]
+)
+def test_a_needle_needs_exactly_one_of_depth_and_turn(place):
+    text = f"""
+        id: s
+        turns:
+          - user: hi
+        needles:
+          - {place}
+        """
+    assert error(text) == (
+        f"{PATH}:5:5: needles[0]: a needle needs exactly one of 'depth' (0..1) or 'turn' (1-based)"
+    )
+
+
+def test_duplicate_probe_ids_are_an_error():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - {id: p, user: first}
+          - {id: p, user: second}
+        """
+    assert "duplicate probe id 'p'" in error(text)
+    assert error(text).startswith(f"{PATH}:")
+
+
+def test_duplicate_probe_ids_are_reported_at_the_second_probe():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - {id: p, user: first}
+          - {id: p, user: second}
+        """
+    assert error(text).startswith(f"{PATH}:6:")
+
+
+def test_several_problems_in_one_file_are_all_reported_in_line_order():
+    with pytest.raises(ScenarioError) as info:
+        load(
+            """
+            id: s
+            turns:
+              - tool: {name: q, outptu: x}
+            probes:
+              - {id: p, user: q, expect: {contans: y}}
+            """
+        )
+    lines = [p.line for p in info.value.problems]
+    assert lines == [3, 5]
+
+
+# -- planting -------------------------------------------------------------------------------
+
+FILLER = "A plain remark about nothing in particular. " * 4
+
+
+def test_a_needle_by_turn_lands_in_that_message():
+    conversation = load_one(
+        f"""
+        id: s
+        system: You are helpful.
+        turns:
+          - user: "{FILLER}"
+          - assistant: "{FILLER}"
+          - user: "{FILLER}"
+        needles:
+          - {{id: n, turn: 2, text: "The vault code is 7781."}}
+        """
+    )
+    messages = session(conversation)
+    holders = [
+        i for i, m in enumerate(messages) if "The vault code is 7781." in (m["content"] or "")
+    ]
+    assert holders == [1]  # turn 2 = the second session message (the system prompt is not a turn)
+    assert messages[1]["role"] == "assistant"
+    # Planted in the middle, at a sentence boundary, the original text kept.
+    content = messages[1]["content"]
+    assert content.replace("The vault code is 7781. ", "") == FILLER
+    assert 0 < content.index("The vault") < len(content) - len("The vault code is 7781. ")
+
+
+def test_a_needle_by_depth_lands_inside_the_long_tool_output():
+    rows = "\n".join(json.dumps({"row": i, "status": "ok"}) for i in range(200))
+    conversation = load_one(
+        """
+        id: s
+        turns:
+          - user: Show me the rows.
+          - tool: {name: query, output: ROWS}
+          - assistant: Those are all the rows.
+        needles:
+          - {id: n, depth: 0.5, text: "SPECIAL_API_KEY = 'secret-9981'"}
+        """.replace("ROWS", json.dumps(rows))
+    )
+    messages = session(conversation)
+    tool = next(m for m in messages if m["role"] == "tool")
+    content = tool["content"]
+    at = content.index("SPECIAL_API_KEY = 'secret-9981'")
+    # Inside, not at either end, on a line of its own; every row still there.
+    assert 0.3 < at / len(content) < 0.7
+    assert "\nSPECIAL_API_KEY = 'secret-9981'\n" in content
+    assert content.replace("SPECIAL_API_KEY = 'secret-9981'\n", "") == rows
+    others = [m for m in messages if m is not tool]
+    assert all("SPECIAL_API_KEY" not in (m["content"] or "") for m in others)
+
+
+@pytest.mark.parametrize("depth, role", [(0.0, "user"), (1.0, "assistant")])
+def test_depth_zero_and_one_are_the_first_and_last_message(depth, role):
+    conversation = load_one(
+        f"""
+        id: s
+        turns:
+          - user: "{FILLER}"
+          - assistant: "{FILLER}"
+          - user: "{FILLER}"
+          - assistant: "{FILLER}"
+        needles:
+          - {{id: n, depth: {depth}, text: "The vault code is 7781."}}
+        """
+    )
+    messages = session(conversation)
+    index = 0 if depth == 0.0 else len(messages) - 1
+    assert "The vault code is 7781." in messages[index]["content"]
+    assert messages[index]["role"] == role
+    assert sum("7781" in m["content"] for m in messages) == 1
+
+
+def test_a_constraint_joins_the_user_message_at_or_before_its_turn():
+    conversation = load_one(
+        """
+        id: s
+        turns:
+          - user: First question.
+          - assistant: First answer.
+          - user: Second question.
+          - assistant: Second answer.
+        constraints:
+          - {id: c, at_turn: 4, text: "Never use the requests library."}
+        """
+    )
+    messages = session(conversation)
+    assert messages[2] == {
+        "role": "user",
+        "content": "Second question.\nNever use the requests library.",
+    }
+    assert [m["content"] for m in messages[:2]] == ["First question.", "First answer."]
+
+
+# -- tool calls -----------------------------------------------------------------------------
+
+
+def test_a_bare_tool_output_gets_a_synthesised_assistant_call():
+    conversation = load_one(
+        """
+        id: s
+        turns:
+          - user: hi
+          - tool: {name: query, args: {day: monday}, output: "rows"}
+          - tool: {name: fetch, output: "page"}
+        """
+    )
+    messages = session(conversation)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+    for call_message, result in ((messages[1], messages[2]), (messages[3], messages[4])):
+        (call,) = call_message["tool_calls"]
+        assert call["type"] == "function"
+        assert call["function"]["name"] == result["name"]
+        assert result["tool_call_id"] == call["id"]
+    assert json.loads(messages[1]["tool_calls"][0]["function"]["arguments"]) == {"day": "monday"}
+    assert messages[1]["tool_calls"][0]["id"] != messages[3]["tool_calls"][0]["id"]
+    assert messages[2]["content"] == "rows"
+
+
+def test_a_tool_output_answers_the_assistant_call_before_it():
+    conversation = load_one(
+        """
+        id: s
+        turns:
+          - user: hi
+          - assistant: Let me look.
+            tool_calls: [{id: abc, name: fetch, args: {url: "https://example.org"}}]
+          - tool: {name: fetch, output: "page"}
+        """
+    )
+    messages = session(conversation)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert messages[1]["tool_calls"][0]["id"] == "abc"
+    assert messages[2]["tool_call_id"] == "abc"
+
+
+# -- generators -----------------------------------------------------------------------------
+
+GENERATED = """
+    id: s
+    turns:
+      - generate: {kind: chitchat, turns: 5, seed: SEED}
+      - tool: {name: query, generate: {kind: json_rows, rows: 20, seed: SEED}}
+"""
+
+
+def generated(seed: int) -> list[dict[str, Any]]:
+    return session(load_one(GENERATED.replace("SEED", str(seed))))
+
+
+def test_generators_are_deterministic_per_seed():
+    first = generated(1)
+    assert first == generated(1)
+    assert len(first) == 5 * 2 + 2  # 5 user/assistant pairs, then a call and its result
+    assert first != generated(2)
+    assert first[-1]["content"] != generated(2)[-1]["content"]
+    assert [m["content"] for m in first[:10]] != [m["content"] for m in generated(2)[:10]]

@@ -1,0 +1,255 @@
+"""The mock models: the oracle answers honestly from what it is sent;
+lost-in-middle follows Liu et al.; echo echoes.  Mock and real runs share the
+litellm path, so the mocks are also called through ``litellm.completion``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pytest_ctxeval.llm.oracle import (
+    NO_ANSWER,
+    lost_in_middle_attention,
+    lost_in_middle_probability,
+    respond,
+)
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+
+SECRET = "SPECIAL_API_KEY = 'secret-9981'"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+@pytest.fixture(scope="module")
+def litellm():
+    from pytest_ctxeval.llm._litellm import get_litellm
+
+    return get_litellm()
+
+
+# -- answers from the visible messages only ------------------------------------------------
+
+
+def test_answers_with_the_matching_visible_sentence():
+    reply = respond(
+        [
+            user("Before we start: the launch code is ZEBRA-42."),
+            assistant("Noted."),
+            user("My cat is called Miso."),
+            user("What is the launch code?"),
+        ]
+    )
+    assert reply.tool_calls == []
+    assert "ZEBRA-42" in reply.content
+    assert "Miso" not in reply.content
+
+
+def test_does_not_invent_what_it_was_not_sent():
+    fact = user("Before we start: the launch code is ZEBRA-42.")
+    rest = [user("My cat is called Miso."), assistant("Lovely name.")]
+    question = user("What is the launch code?")
+    assert "ZEBRA-42" in respond([fact, *rest, question]).content
+    # The same conversation without the message that held the fact.
+    assert respond([*rest, question]).content == NO_ANSWER
+
+
+def test_the_latest_statement_of_a_fact_wins():
+    reply = respond(
+        [
+            user("The deploy port is 5432."),
+            assistant("Noted."),
+            user("Change of plan: the deploy port is 8080."),
+            assistant("Noted."),
+            user("Which deploy port should I use?"),
+        ]
+    )
+    assert "8080" in reply.content
+    assert "5432" not in reply.content
+
+
+# -- memory retrieval ------------------------------------------------------------------------
+
+
+def rows_with_secret() -> str:
+    rows = [json.dumps({"row": i, "service": "checkout", "status": "ok"}) for i in range(60)]
+    rows.insert(30, SECRET)
+    return "\n".join(rows)
+
+
+def headtail_window(question: str):
+    """A headtail window whose tool output's middle (with the secret) is in memory."""
+    strategy = HeadTailStrategy()
+    for message in [
+        user("Show me yesterday's rows."),
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "query", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "name": "query", "content": rows_with_secret()},
+        assistant("Those are all the rows."),
+        user(question),
+    ]:
+        strategy.add(message)
+    window = strategy.window()
+    visible = "\n".join(m.get("content") or "" for m in window.messages)
+    assert "secret-9981" not in visible  # the premise: only the memory has it
+    return window
+
+
+def test_retrieves_memory_when_a_preview_covers_the_question():
+    window = headtail_window("What is SPECIAL_API_KEY?")
+    reply = respond(window.messages, window.tools)
+    (call,) = reply.tool_calls
+    assert call["function"]["name"] == "retrieve_memory"
+    memory_id = json.loads(call["function"]["arguments"])["id"]
+    assert memory_id == "m1"
+
+    # Answer the call the way the harness does; then the oracle answers from it.
+    messages = [
+        *window.messages,
+        {"role": "assistant", "content": None, "tool_calls": reply.tool_calls},
+        {
+            "role": "tool",
+            "tool_call_id": call["id"],
+            "name": "retrieve_memory",
+            "content": window.tool_handler("retrieve_memory", {"id": memory_id}),
+        },
+    ]
+    final = respond(messages, window.tools)
+    assert final.tool_calls == []
+    assert "secret-9981" in final.content
+
+
+def test_does_not_retrieve_without_the_tool():
+    window = headtail_window("What is SPECIAL_API_KEY?")
+    reply = respond(window.messages, None)
+    assert reply.tool_calls == []
+    assert "secret-9981" not in (reply.content or "")
+
+
+def test_does_not_retrieve_when_the_answer_is_visible():
+    window = headtail_window("Which rows from yesterday?")
+    reply = respond(window.messages, window.tools)
+    assert reply.tool_calls == []
+
+
+def test_does_not_retrieve_the_same_memory_twice():
+    window = headtail_window("What is SPECIAL_API_KEY?")
+    call = respond(window.messages, window.tools).tool_calls[0]
+    messages = [
+        *window.messages,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        # A useless result: asking again for the same id would loop forever.
+        {
+            "role": "tool",
+            "tool_call_id": call["id"],
+            "name": "retrieve_memory",
+            "content": "(empty)",
+        },
+    ]
+    reply = respond(messages, window.tools)
+    assert reply.tool_calls == []
+    assert reply.content
+
+
+# -- tasks follow the visible instructions ---------------------------------------------------------
+
+TASK = "Write a function that downloads a URL."
+RULE = "Never use the requests library; always use urllib3."
+
+
+def test_a_task_repeats_and_follows_the_visible_instructions():
+    reply = respond([user(f"Hello. {RULE}"), assistant("Understood."), user(TASK)])
+    assert RULE in reply.content
+    assert "import urllib3" in reply.content
+    assert "import requests" not in reply.content
+
+
+def test_a_task_without_visible_instructions_takes_the_obvious_route():
+    reply = respond([user("Hello."), assistant("Hi."), user(TASK)])
+    assert "Never use" not in reply.content
+    assert "urllib3" not in reply.content
+    assert "import requests" in reply.content
+
+
+def test_only_the_users_and_system_instructions_count():
+    reply = respond([user("Hello."), assistant("I will always use httpx from now on."), user(TASK)])
+    assert "httpx" not in reply.content
+
+
+# -- through litellm -----------------------------------------------------------------------------
+
+
+def completion(litellm, model: str, messages: list[dict[str, Any]], **kw: Any) -> Any:
+    return litellm.completion(model=model, messages=messages, **kw).choices[0].message
+
+
+def test_oracle_through_litellm_calls_the_tool(litellm):
+    window = headtail_window("What is SPECIAL_API_KEY?")
+    message = completion(litellm, "ctxeval/oracle", window.messages, tools=window.tools)
+    assert [c.function.name for c in message.tool_calls] == ["retrieve_memory"]
+
+
+def lim_messages() -> list[dict[str, Any]]:
+    documents = [f"Document {i}: the code for item {i} is CODE-{i:03d}." for i in range(1, 21)]
+    return [
+        user("\n".join(documents)),
+        assistant("Read them."),
+        user("What is the code for item 10?"),
+    ]
+
+
+def test_lost_in_middle_is_deterministic(litellm):
+    answers = {
+        completion(litellm, "ctxeval/lost-in-middle", lim_messages()).content for _ in range(3)
+    }
+    assert len(answers) == 1
+
+
+@pytest.mark.parametrize(
+    "position, accuracy",
+    [(0.0, 75.8), (4 / 19, 57.2), (9 / 19, 53.8), (14 / 19, 55.4), (1.0, 63.2)],
+)
+def test_lost_in_middle_follows_liu_et_al(position, accuracy):
+    assert lost_in_middle_probability(position) == pytest.approx(accuracy / 88.3)
+
+
+def test_lost_in_middle_is_lowest_in_the_middle():
+    points = [i / 100 for i in range(101)]
+    curve = [lost_in_middle_probability(x) for x in points]
+    lowest = points[curve.index(min(curve))]
+    assert 0.4 < lowest < 0.6
+    assert curve[0] > curve[-1] > min(curve)
+    assert lost_in_middle_probability(-1) == curve[0] and lost_in_middle_probability(2) == curve[-1]
+
+
+def test_lost_in_middle_attention_draws_follow_the_curve():
+    attend = lost_in_middle_attention("What is the code?")
+    sentences = [f"Sentence number {i} of the test." for i in range(2000)]
+    for position in (0.0, 0.5, 1.0):
+        rate = sum(attend(position, s) for s in sentences) / len(sentences)
+        assert rate == pytest.approx(lost_in_middle_probability(position), abs=0.04)
+    # Seeded: the same draw for the same sentence, every time.
+    assert [attend(0.5, s) for s in sentences[:50]] == [attend(0.5, s) for s in sentences[:50]]
+
+
+def test_echo_returns_its_input(litellm):
+    message = completion(
+        litellm, "ctxeval/echo", [{"role": "system", "content": "Be terse."}, user("hello there")]
+    )
+    assert message.content == "system: Be terse.\nuser: hello there"
