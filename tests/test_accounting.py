@@ -49,7 +49,9 @@ def test_token_text_helper_is_exact() -> None:
 
 def test_full_costs_quadratic_cumulative_tokens_exactly(no_chat_overhead: None) -> None:
     trace = simulate(
-        conversation(50, 4_000, 3_200), FullStrategy(), client=ModelClient("ctxeval/oracle"),
+        conversation(50, 4_000, 3_200),
+        FullStrategy(),
+        client=ModelClient("ctxeval/oracle"),
         model="ctxeval/oracle",
     )
     assert len(trace.requests) == 50
@@ -59,7 +61,9 @@ def test_full_costs_quadratic_cumulative_tokens_exactly(no_chat_overhead: None) 
 
 def test_full_shares_the_whole_previous_prompt_as_prefix(no_chat_overhead: None) -> None:
     trace = simulate(
-        conversation(5, 100, 50), FullStrategy(), client=ModelClient("ctxeval/oracle"),
+        conversation(5, 100, 50),
+        FullStrategy(),
+        client=ModelClient("ctxeval/oracle"),
         model="ctxeval/oracle",
     )
     # Each request repeats the previous one and adds to it: all of it is cacheable.
@@ -69,7 +73,9 @@ def test_full_shares_the_whole_previous_prompt_as_prefix(no_chat_overhead: None)
 
 def test_sliding_caps_the_prompt_and_grows_linearly(no_chat_overhead: None) -> None:
     trace = simulate(
-        conversation(50, 4_000, 3_200), SlidingStrategy(turns=2), client=ModelClient("ctxeval/oracle"),
+        conversation(50, 4_000, 3_200),
+        SlidingStrategy(turns=2),
+        client=ModelClient("ctxeval/oracle"),
         model="ctxeval/oracle",
     )
     # The system prompt plus at most the previous turn's reply.

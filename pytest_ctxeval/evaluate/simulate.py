@@ -3,10 +3,12 @@ at every model call (every assistant message of the session is one call)."""
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.tokens import shared_prefix_tokens, window_tokens
+from ..llm.tokens import PromptMeter
 from ..scenario.build import Conversation
 from ..strategies.base import ContextStrategy, Message, StrategyContext
 
@@ -27,6 +29,11 @@ class SessionTrace:
     last_window: list[Message] = field(default_factory=list)
     strategy_calls: int = 0
     strategy_cost_usd: float = 0.0
+    # Tokens of the strategy's own model calls (summaries, memories, sub-agents),
+    # reported apart from the main windows in ``requests``: for ``subagent``
+    # these are the sub-call tokens.
+    strategy_prompt_tokens: int = 0
+    strategy_completion_tokens: int = 0
 
     @property
     def cumulative_input_tokens(self) -> int:
@@ -47,14 +54,44 @@ class StrategyCallCounter:
     def context(self, count_tokens: Any) -> StrategyContext:
         # A plain function, not a bound method: strategies are deep-copied on
         # fork and must not copy the client with them.
-        def complete(messages: list[Message]) -> str:
-            result = self.client.complete(messages)
+        def call(messages: list[Message], **kwargs: Any) -> str:
+            result = self.client.complete(messages, **kwargs)
             if self.trace is not None:
                 self.trace.strategy_calls += 1
                 self.trace.strategy_cost_usd += result.cost_usd
+                self.trace.strategy_prompt_tokens += result.prompt_tokens
+                self.trace.strategy_completion_tokens += result.completion_tokens
             return result.content or ""
 
-        return StrategyContext(count_tokens=count_tokens, complete=complete)
+        def complete(messages: list[Message]) -> str:
+            return call(messages)
+
+        def complete_json(messages: list[Message], schema: dict[str, Any]) -> dict[str, Any]:
+            return parse_structured(call(messages, response_format=json_schema_format(schema)))
+
+        return StrategyContext(
+            count_tokens=count_tokens, complete=complete, complete_json=complete_json
+        )
+
+
+def json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's ``response_format`` for a JSON schema (litellm maps it for other providers)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "structured_output"))
+    return {"type": "json_schema", "json_schema": {"name": name[:64], "schema": schema, "strict": True}}
+
+
+def parse_structured(content: str) -> dict[str, Any]:
+    """The object a structured-output reply holds; a clear error when it holds none."""
+    text = content.strip()
+    if text.startswith("```"):  # some models fence JSON even in JSON mode
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"structured output is not JSON ({exc}): {content[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"structured output is not a JSON object: {content[:200]!r}")
+    return value
 
 
 def simulate(
@@ -67,6 +104,7 @@ def simulate(
     if callable(setup):
         counter = StrategyCallCounter(client, trace)
         setup(counter.context(lambda text: count_text_tokens(text, model)))
+    meter = PromptMeter(model)
     previous: list[Message] = []
     new_chats = set(conversation.session_starts)
     for index, message in enumerate(conversation.messages):
@@ -76,8 +114,7 @@ def simulate(
                 end_session()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
-            tokens = window_tokens(window.messages, window.tools, model)
-            shared = shared_prefix_tokens(previous, window.messages, model)
+            tokens, shared = meter.measure(window.messages, window.tools)
             trace.requests.append(RequestStats(index, tokens, shared))
             previous = window.messages
         strategy.add(message)

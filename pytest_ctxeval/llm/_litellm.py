@@ -19,6 +19,11 @@ def get_litellm() -> ModuleType:
         warnings.simplefilter("ignore")
         import litellm
 
+    # litellm builds pydantic schemas of its own types lazily, on first use,
+    # and each one warns; that noise is not the user's.
+    warnings.filterwarnings(
+        "ignore", message=r".* using the `ReadOnly` qualifier", category=UserWarning
+    )
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     from .providers import register_mock_provider

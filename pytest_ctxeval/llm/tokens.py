@@ -63,3 +63,40 @@ def shared_prefix_tokens(
             break
         shared += message_tokens(new, model)
     return shared
+
+
+class PromptMeter:
+    """Prompt tokens of successive requests in one session.
+
+    Consecutive windows share most of their messages (usually the very same
+    objects), so each request only counts the messages after the prefix it
+    shares with the previous one: a long session costs time in proportion
+    to its new text, not to turns x text."""
+
+    def __init__(self, model: str = MOCK_TOKENIZER_MODEL) -> None:
+        self.model = model
+        self._messages: list[dict[str, Any]] = []
+        self._cumulative: list[int] = [0]  # tokens of messages[:i]
+        self._tools: list[dict[str, Any]] | None = None
+        self._tools_tokens = 0
+
+    def measure(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> tuple[int, int]:
+        """(prompt tokens, tokens of the message prefix shared with the previous request)."""
+        previous, shared = self._messages, 0
+        limit = min(len(previous), len(messages))
+        while shared < limit and (messages[shared] is previous[shared] or messages[shared] == previous[shared]):
+            shared += 1
+        cumulative = self._cumulative[: shared + 1]
+        running = cumulative[-1]
+        for message in messages[shared:]:
+            running += message_tokens(message, self.model)
+            cumulative.append(running)
+        self._messages, self._cumulative = messages, cumulative
+        if tools != self._tools:
+            self._tools = tools
+            self._tools_tokens = (
+                count_text_tokens(json.dumps(tools, sort_keys=True), self.model) if tools else 0
+            )
+        return PER_REQUEST_OVERHEAD + running + self._tools_tokens, cumulative[shared]
