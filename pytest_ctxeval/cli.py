@@ -20,6 +20,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = sub.add_parser("report", help="Render the HTML report from a results file")
     report.add_argument("results", type=Path)
     report.add_argument("-o", "--output", type=Path, default=Path("reports/ctxeval.html"))
+    importer = sub.add_parser(
+        "import",
+        help="Turn real transcripts into scenario files (see docs/importing.md)",
+    )
+    # No argparse choices: an unknown format gets our own message and exit code 1.
+    importer.add_argument(
+        "format", metavar="FORMAT", help="One of locomo, multichallenge, openai-jsonl, tau-bench"
+    )
+    importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
+    importer.add_argument(
+        "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
+    )
 
     args = parser.parse_args(argv)
     handler = {
@@ -27,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "schema": _schema,
         "strategies": _strategies,
         "report": _report,
+        "import": _import,
     }[args.command]
     return handler(args)
 
@@ -60,16 +73,31 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _strategies(args: argparse.Namespace) -> int:
+    from .strategies.presets import PresetError, default_preset_dirs, load_presets
     from .strategies.registry import available
 
-    for name, factory in sorted(available().items()):
+    def shown(params: dict[str, object]) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+    known = available(preset_dirs=[])
+    for name, factory in sorted(known.items()):
         description = getattr(factory, "description", "") or ""
         try:
             params = factory().params()  # type: ignore[attr-defined]
         except Exception:
             params = {}
-        shown = ", ".join(f"{k}={v!r}" for k, v in params.items())
-        print(f"{name:<12} {description}" + (f"  [{shown}]" if shown else ""))
+        print(f"{name:<18} {description}" + (f"  [{shown(params)}]" if params else ""))
+    dirs = default_preset_dirs()
+    try:
+        presets = load_presets(dirs, known)
+    except PresetError as exc:
+        print(f"ctxeval strategies: {exc}", file=sys.stderr)
+        return 1
+    if presets:
+        print(f"\npresets ({', '.join(str(d) for d in dirs)}):")
+    for name, preset in sorted(presets.items()):
+        kind = f"{preset.preset.kind}({shown(preset.preset.params)})"
+        print(f"{name:<18} {kind}  {preset.description}  [{preset.path.name}]")
     return 0
 
 
@@ -84,6 +112,30 @@ def _report(args: argparse.Namespace) -> int:
         return 1
     write_report(args.output, records)
     print(f"report: {args.output} ({len(records)} records)")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .scenario.importers import IMPORTERS, TranscriptError, import_file, write_scenarios
+
+    if args.format not in IMPORTERS:
+        known = ", ".join(sorted(IMPORTERS))
+        print(
+            f"ctxeval import: unknown format {args.format!r}; known formats: {known}",
+            file=sys.stderr,
+        )
+        return 1
+    source = str(args.file)
+    try:
+        written = write_scenarios(import_file(args.format, args.file), args.output, source)
+    except TranscriptError as exc:
+        print(f"ctxeval import: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"ctxeval import: cannot write to {args.output}: {exc}", file=sys.stderr)
+        return 1
+    plural = "s" if len(written) != 1 else ""
+    print(f"{source}: {len(written)} scenario{plural} written to {args.output}")
     return 0
 
 
