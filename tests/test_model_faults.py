@@ -361,3 +361,19 @@ def test_concurrency_ini_twin_and_option_wins(
     openai_server.peak_in_flight = 0
     run_four(pytester, openai_server, "--ctx-concurrency=3").assert_outcomes(passed=8)
     assert openai_server.peak_in_flight == 3
+
+
+def test_each_real_model_call_and_retry_is_logged_for_live_progress(
+    openai_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `pytest --log-cli-level=INFO` shows these lines while a long run goes on.
+    from pytest_ctxeval.llm.cassettes import CallContext
+
+    openai_server.script(error(429), reply("hello there"))
+    with caplog.at_level("INFO", logger="pytest_ctxeval.models"):
+        client(openai_server).complete(HI, context=CallContext("scen", "headtail", "p1"))
+    messages = [r.getMessage() for r in caplog.records if r.name == "pytest_ctxeval.models"]
+    assert any("RateLimitError, attempt 1 of" in m for m in messages)
+    assert any(
+        "scenario 'scen', strategy 'headtail', probe 'p1'" in m and "prompt" in m for m in messages
+    )

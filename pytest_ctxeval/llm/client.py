@@ -3,6 +3,7 @@ and cost accounting."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -19,6 +20,10 @@ from .cassettes import (
     current_context,
     request_hash,
 )
+
+# Progress of long real-model runs: `pytest --log-cli-level=INFO` shows each
+# call live (pytest's own live logging).
+logger = logging.getLogger("pytest_ctxeval.models")
 
 RETRYABLE = (
     "RateLimitError",
@@ -116,6 +121,7 @@ class ModelClient:
                 name = type(exc).__name__
                 if name == "ContextWindowExceededError" or name not in RETRYABLE:
                     raise ModelError(f"{name}: {_first_line(exc)}") from exc
+                logger.warning("%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts)
                 if attempt == self.max_attempts:
                     raise ModelError(
                         f"{name} after {attempt} attempts: {_first_line(exc)}"
@@ -123,6 +129,12 @@ class ModelClient:
                 hint = _retry_after_s(exc)
                 time.sleep(hint if hint is not None else self.backoff_s * 2 ** (attempt - 1))
         completion = self._completion(response, time.perf_counter() - started)
+        if not self.model.startswith("ctxeval/"):
+            logger.info(
+                "%s call %d (%s): %d prompt + %d completion tokens in %.1f s",
+                self.model, self.calls, _describe(context or current_context()), completion.prompt_tokens,
+                completion.completion_tokens, completion.latency_s,
+            )
         if cassette is not None and self.cassettes is not None:
             self.cassettes.save(cassette[0], cassette[1], _cassette_response(completion))
         return completion
@@ -234,3 +246,8 @@ def _replayed(response: dict[str, Any]) -> Completion:
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cost_usd=float(response.get("cost_usd") or 0.0),
     )
+
+
+
+def _describe(context: CallContext | None) -> str:
+    return context.describe() if context is not None else "no scenario"
