@@ -48,13 +48,21 @@ def _validate(args: argparse.Namespace) -> int:
     from .scenario.errors import ScenarioError
     from .scenario.loader import load_scenarios
 
-    files: list[Path] = []
+    files: list[tuple[Path, Path]] = []  # (file, the root its includes must stay in)
     for path in args.paths:
-        files.extend(sorted(path.rglob("*.y*ml")) if path.is_dir() else [path])
+        if path.is_dir():
+            # As the plugin collects: folders starting with "_" hold fragments.
+            found = (
+                p for p in path.rglob("*.y*ml")
+                if not any(part.startswith("_") for part in p.relative_to(path).parts)
+            )
+            files.extend((file, path) for file in sorted(found))
+        else:
+            files.append((path, path.parent))
     bad = 0
-    for file in files:
+    for file, root in files:
         try:
-            scenarios = load_scenarios(file)
+            scenarios = load_scenarios(file, root=root)
         except ScenarioError as exc:
             bad += 1
             print(exc, file=sys.stderr)
