@@ -15,6 +15,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     validate = sub.add_parser("validate", help="Check scenario files without running them")
     validate.add_argument("paths", nargs="+", type=Path)
+    validate.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="Directory that !include may not leave (default: a directory given, "
+        "else the current directory for files inside it)",
+    )
     sub.add_parser("schema", help="Print the JSON Schema of the scenario format")
     sub.add_parser("strategies", help="List the available strategies")
     report = sub.add_parser("report", help="Render the HTML report from a results file")
@@ -56,9 +63,9 @@ def _validate(args: argparse.Namespace) -> int:
                 p for p in path.rglob("*.y*ml")
                 if not any(part.startswith("_") for part in p.relative_to(path).parts)
             )
-            files.extend((file, path) for file in sorted(found))
+            files.extend((file, args.root or path) for file in sorted(found))
         else:
-            files.append((path, path.parent))
+            files.append((path, _include_root(path, args.root)))
     bad = 0
     for file, root in files:
         try:
@@ -71,10 +78,40 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _include_root(file: Path, root: Path | None) -> Path:
+    if root is not None:
+        return root
+    cwd = Path.cwd()
+    return cwd if file.resolve().is_relative_to(cwd) else file.parent
+
+
+def _allow_templates(node: object) -> None:
+    """Numbers and booleans may also be a "{{ template }}" string in a
+    scenario with vars or a matrix: say so, or editors flag every grid."""
+    if isinstance(node, dict):
+        for key, value in list(node.items()):
+            if isinstance(value, dict) and value.get("type") in ("integer", "number", "boolean"):
+                typed = dict(value)
+                meta = {k: typed.pop(k) for k in ("title", "description", "default") if k in typed}
+                node[key] = {
+                    **meta,
+                    "anyOf": [typed, {"type": "string", "pattern": r"\{\{.*\}\}"}],
+                }
+            else:
+                _allow_templates(value)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            if isinstance(value, dict) and value.get("type") in ("integer", "number", "boolean"):
+                node[i] = {"anyOf": [value, {"type": "string", "pattern": r"\{\{.*\}\}"}]}
+            else:
+                _allow_templates(value)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from .scenario.schema import Scenario
 
     schema = Scenario.model_json_schema()
+    _allow_templates(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     print(json.dumps(schema, indent=2, sort_keys=True))
     return 0

@@ -8,12 +8,17 @@ import re
 
 from ..scenario.schema import PythonCheck
 
-_FENCE = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+# Every fenced block, in order, with its language: matching them one after
+# the other pairs each opening fence with its own closing fence.
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_PYTHON = {"", "python", "py", "python3"}
 
 
 def code_blocks(answer: str) -> list[str]:
-    blocks = _FENCE.findall(answer)
-    return blocks if blocks else [answer]
+    fenced = list(_FENCE.finditer(answer))
+    if not fenced:
+        return [answer]
+    return [m.group(2) for m in fenced if m.group(1).lower() in _PYTHON]
 
 
 def imported_modules(answer: str) -> set[str] | None:
@@ -25,12 +30,16 @@ def imported_modules(answer: str) -> set[str] | None:
             tree = ast.parse(block)
         except SyntaxError:
             continue
+        if not tree.body:
+            continue  # an empty answer is no code, and must not pass a forbid check
         parsed = True
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 modules.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 modules.add(node.module)
+                # `from os import path` may import the submodule os.path.
+                modules.update(f"{node.module}.{alias.name}" for alias in node.names)
     return modules if parsed else None
 
 

@@ -34,8 +34,10 @@ def libraries(rules: list[str]) -> tuple[list[str], set[str]]:
     required: list[str] = []
     forbidden: set[str] = set()
     for rule in rules:
-        forbidden.update(m.lower() for m in _FORBID.findall(rule) if m.lower() not in _NOT_LIBRARIES)
-        for match in _REQUIRE.findall(rule):
+        # A name at the end of a sentence ("always use urllib3.") keeps no dot.
+        forbid = [m.rstrip(".") for m in _FORBID.findall(rule)]
+        forbidden.update(m.lower() for m in forbid if m.lower() not in _NOT_LIBRARIES)
+        for match in (m.rstrip(".") for m in _REQUIRE.findall(rule)):
             if match.lower() not in _NOT_LIBRARIES and match not in required:
                 required.append(match)
     return [r for r in required if r.lower() not in forbidden], forbidden

@@ -3,7 +3,9 @@ OpenAI-style messages with needles and constraints planted, and the probes."""
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -77,9 +79,10 @@ def build_conversation(scenario: Scenario) -> Conversation:
     chats = [s.turns for s in scenario.sessions] if scenario.sessions else [scenario.turns]
     session: list[Message] = []
     starts: list[int] = []
+    call_ids = itertools.count(1)  # one numbering for all chats: ids stay unique
     for turns in chats:
         starts.append(len(session))
-        session.extend(_expand_turns(turns))
+        session.extend(_expand_turns(turns, call_ids))
     for i, constraint in enumerate(scenario.constraints):
         for j, part in enumerate(constraint.pieces()):
             loc = ("constraints", i, "parts", j, "at_turn") if constraint.parts else ("constraints", i, "at_turn")
@@ -96,15 +99,12 @@ def build_conversation(scenario: Scenario) -> Conversation:
     )
 
 
-def _expand_turns(turns: list[Any]) -> list[Message]:
+def _expand_turns(turns: list[Any], call_ids: Iterator[int]) -> list[Message]:
     messages: list[Message] = []
     pending: list[dict[str, Any]] = []  # tool calls still waiting for a result
-    call_no = 0
 
     def next_id() -> str:
-        nonlocal call_no
-        call_no += 1
-        return f"call_{call_no}"
+        return f"call_{next(call_ids)}"
 
     for index, turn in enumerate(turns):
         if isinstance(turn, UserTurn):

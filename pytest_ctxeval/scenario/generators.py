@@ -58,7 +58,7 @@ def generate_turns(spec: GenerateSpec) -> list[Message]:
     """Whole turns: chit-chat pairs, or coding-agent exchanges with tool calls."""
     rng = random.Random(spec.seed)
     if spec.kind == "chitchat":
-        return _chitchat(rng, spec.turns)
+        return _chitchat(rng, spec)
     if spec.kind == "coding_session":
         return _coding_session(rng, spec)
     return [{"role": "user", "content": generate_text(spec)}]
@@ -67,12 +67,16 @@ def generate_turns(spec: GenerateSpec) -> list[Message]:
 def _take(items: Iterator[str], spec: GenerateSpec) -> list[str]:
     if spec.tokens is None:
         return list(itertools.islice(items, spec.rows))
-    out, chars = [], 0
+    from ..llm.tokens import count_text_tokens  # lazy: litellm's tokenizer
+
+    # Counted with the real tokenizer, item by item (each counted once):
+    # JSON and shell output run far from four characters a token.
+    out, tokens = [], 0
     for item in items:
-        out.append(item)
-        chars += len(item) + 1
-        if chars >= spec.tokens * 4:
+        if out and tokens + count_text_tokens(item) > spec.tokens:
             break
+        out.append(item)
+        tokens += count_text_tokens(item) + 1  # the joining newline or comma
     return out
 
 
@@ -233,9 +237,37 @@ _TEXT = {
 }
 
 
-def _chitchat(rng: random.Random, turns: int) -> list[Message]:
+def _exchanges(spec: GenerateSpec) -> Iterator[int]:
+    """Exchange numbers: ``turns`` of them, or until ``tokens`` is reached."""
+    if spec.tokens is None:
+        yield from range(spec.turns)
+        return
+    yield from itertools.count()
+
+
+class _Budget:
+    """Running token count of generated messages, against ``spec.tokens``."""
+
+    def __init__(self, spec: GenerateSpec) -> None:
+        self.limit, self.used, self.counted = spec.tokens, 0, 0
+
+    def spent(self, messages: list[Message]) -> bool:
+        if self.limit is None:
+            return False
+        from ..llm.tokens import count_text_tokens  # lazy: litellm's tokenizer
+
+        for message in messages[self.counted :]:
+            self.used += count_text_tokens(message.get("content") or "")
+        self.counted = len(messages)
+        return self.used >= self.limit
+
+
+def _chitchat(rng: random.Random, spec: GenerateSpec) -> list[Message]:
     messages: list[Message] = []
-    for _ in range(turns):
+    budget = _Budget(spec)
+    for _ in _exchanges(spec):
+        if budget.spent(messages):
+            break
         topic, remark = rng.choice(v.TOPICS)
         messages.append({"role": "user", "content": f"{rng.choice(v.OPENERS)} {topic}: {remark}"})
         messages.append({"role": "assistant", "content": f"{rng.choice(v.ACKS)} {remark}"})
@@ -247,7 +279,10 @@ def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
     tests and shell commands, and reports back."""
     messages: list[Message] = []
     tools = [("read_file", "file_read"), ("run_tests", "test_run"), ("shell", "shell"), ("lint", "lint")]
-    for turn in range(spec.turns):
+    budget = _Budget(spec)
+    for turn in _exchanges(spec):
+        if budget.spent(messages):
+            break
         stem = rng.choice(v.FILE_STEMS)
         messages.append({"role": "user", "content": rng.choice(v.CODING_ASKS).format(stem=stem)})
         name, kind = rng.choice(tools)

@@ -89,13 +89,15 @@ def _build_entry(item: Any, prefix: Loc, root: yaml.Node, path: str) -> list[Con
     if not isinstance(item, dict):
         Scenario.model_validate(item)  # raises the proper "expected a mapping" error
     template = dict(item)
+    # Templating is opt-in: only a scenario with vars or a matrix is a template.
+    templated = "vars" in template or "matrix" in template
     matrix = template.pop("matrix", None)
     variables = template.pop("vars", None) or {}
     if not isinstance(variables, dict):
         raise TemplateProblem(("vars",), "'vars' must be a mapping of names to values")
     out = []
     for combo in expand_matrix(matrix):
-        data = render_tree(template, {**variables, **combo}) if (combo or variables) else template
+        data = render_tree(template, {**variables, **combo}) if templated else template
         if combo and isinstance(data.get("id"), str):
             data["id"] = data["id"] + matrix_suffix(combo)
         conversation = build_conversation(Scenario.model_validate(data))
