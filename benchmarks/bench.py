@@ -136,9 +136,9 @@ def xdist_scaling() -> None:
         Path(tmp, "pytest.ini").write_text("[pytest]\n")
         grid = textwrap.dedent("""\
             id: grid
-            matrix: {depth: [0.1, 0.3, 0.5, 0.7, 0.9], seed: [1, 2, 3, 4]}
+            matrix: {depth: [0.1, 0.3, 0.5, 0.7, 0.9], seed: [1, 2, 3, 4, 5, 6, 7, 8]}
             turns:
-              - generate: {kind: coding_session, turns: 40, seed: "{{ seed }}"}
+              - generate: {kind: coding_session, turns: 80, seed: "{{ seed }}"}
             needles:
               - {id: n, depth: "{{ depth }}", text: "The vault code is 7-3-9-1.", question: "What is the vault code?", answer: "7-3-9-1"}
             probes:
@@ -153,8 +153,10 @@ def xdist_scaling() -> None:
             return time.perf_counter() - start
 
         serial, parallel = run("-p", "no:xdist"), run("-n", "2")
-        print(f"\n-n 2 scaling, 20 scenarios x {len(__import__('pytest_ctxeval.strategies.registry', fromlist=['x']).resolve('all'))} strategies: "
-              f"{serial:.1f} s serial, {parallel:.1f} s with -n 2 ({serial / parallel:.2f}x)")
+        scoped = run("-n", "2", "--dist", "loadscope")
+        print(f"\n-n 2 scaling, 40 scenarios x 12 strategies: {serial:.1f} s serial, "
+              f"{parallel:.1f} s with -n 2 ({serial / parallel:.2f}x), "
+              f"{scoped:.1f} s with -n 2 --dist loadscope ({serial / scoped:.2f}x)")
 
 
 def main() -> None:
@@ -169,6 +171,7 @@ def main() -> None:
     long_session()
     if not args.quick:
         xdist_scaling()
+
 
 
 if __name__ == "__main__":
