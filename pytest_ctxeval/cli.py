@@ -60,7 +60,8 @@ def _validate(args: argparse.Namespace) -> int:
         if path.is_dir():
             # As the plugin collects: folders starting with "_" hold fragments.
             found = (
-                p for p in path.rglob("*.y*ml")
+                p
+                for p in path.rglob("*.y*ml")
                 if not any(part.startswith("_") for part in p.relative_to(path).parts)
             )
             files.extend((file, args.root or path) for file in sorted(found))

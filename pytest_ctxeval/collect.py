@@ -136,7 +136,8 @@ def format_failure(record: ResultRecord) -> str:
         facts = ", ".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
         lines.append(f"fact survival:       {facts}")
     lines.append(
-        f"prompt tokens:       {record.prompt_tokens:,} (full context: {record.full_prompt_tokens:,})"
+        f"prompt tokens:       {record.prompt_tokens:,} "
+        f"(full context: {record.full_prompt_tokens:,})"
     )
     return "\n".join(lines)
 

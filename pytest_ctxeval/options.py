@@ -24,7 +24,11 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
     ),
     "ctx_api_base": ("--ctx-api-base", "Base URL of an OpenAI-compatible server", None),
     "ctx_report": ("--ctx-report", "Where to write the HTML report", "reports/ctxeval.html"),
-    "ctx_results": ("--ctx-results", "Where to write JSONL result records", "reports/results.jsonl"),
+    "ctx_results": (
+        "--ctx-results",
+        "Where to write JSONL result records",
+        "reports/results.jsonl",
+    ),
     "ctx_fail_on": (
         "--ctx-fail-on",
         "What fails the run: context_loss, fail (also model misses) or never",

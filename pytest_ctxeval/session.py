@@ -26,8 +26,9 @@ class CtxSession:
     options: CtxOptions
     strategies: list[StrategySpec]
     run_id: str = field(
-        default_factory=lambda: datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-")
-        + uuid.uuid4().hex[:6]
+        default_factory=lambda: (
+            datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+        )
     )
     records: list[ResultRecord] = field(default_factory=list)
     collected_scenarios: bool = False

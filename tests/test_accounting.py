@@ -67,7 +67,7 @@ def test_full_shares_the_whole_previous_prompt_as_prefix(no_chat_overhead: None)
         model="ctxeval/oracle",
     )
     # Each request repeats the previous one and adds to it: all of it is cacheable.
-    for before, after in zip(trace.requests, trace.requests[1:]):
+    for before, after in zip(trace.requests, trace.requests[1:], strict=False):
         assert after.shared_prefix_tokens == before.prompt_tokens
 
 

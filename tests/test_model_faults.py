@@ -200,7 +200,7 @@ def test_faults_become_error_records_and_the_run_goes_on(
     result.assert_outcomes(passed=2, failed=4)
     records = read_records(pytester.path / "out/results.jsonl")
     assert len(records) == 6
-    for nodeid, record in records.items():
+    for record in records.values():
         if record["probe"] == "fine":
             assert (record["verdict"], record["classification"], record["error"]) == (
                 "pass",

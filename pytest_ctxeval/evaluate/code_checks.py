@@ -51,6 +51,14 @@ def check_python(answer: str, check: PythonCheck) -> list[str]:
     modules = imported_modules(answer)
     if modules is None:
         return ["contains Python code that parses"]
-    failed = [f"python code does not import {name!r}" for name in check.forbid_imports if _imports(modules, name)]
-    failed += [f"python code imports {name!r}" for name in check.require_imports if not _imports(modules, name)]
+    failed = [
+        f"python code does not import {name!r}"
+        for name in check.forbid_imports
+        if _imports(modules, name)
+    ]
+    failed += [
+        f"python code imports {name!r}"
+        for name in check.require_imports
+        if not _imports(modules, name)
+    ]
     return failed

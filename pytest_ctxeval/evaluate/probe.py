@@ -45,7 +45,11 @@ def ask(client: ModelClient, window: Window, *, model: str) -> ProbeAnswer:
             result.answer = completion.content or ""
             return result
         messages.append(
-            {"role": "assistant", "content": completion.content, "tool_calls": completion.tool_calls}
+            {
+                "role": "assistant",
+                "content": completion.content,
+                "tool_calls": completion.tool_calls,
+            }
         )
         for call in completion.tool_calls:
             messages.append(_answer_tool_call(call, window, result))

@@ -289,7 +289,9 @@ def _check(answer: str | None, probe: ProbeCase) -> list[str]:
 
 
 def _expected(probe: ProbeCase) -> dict[str, Any] | None:
-    expected = probe.expect.model_dump(exclude_none=True, exclude_defaults=True) if probe.expect else {}
+    expected = (
+        probe.expect.model_dump(exclude_none=True, exclude_defaults=True) if probe.expect else {}
+    )
     if probe.constraint_check is not None:
         expected["constraint"] = {
             "id": probe.constraint,

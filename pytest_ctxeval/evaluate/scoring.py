@@ -28,7 +28,9 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
         if missing:
             failed.append(f"contains all of {expect.contains_all!r} (missing {missing!r})")
     if expect.not_contains is not None:
-        banned = [expect.not_contains] if isinstance(expect.not_contains, str) else expect.not_contains
+        banned = (
+            [expect.not_contains] if isinstance(expect.not_contains, str) else expect.not_contains
+        )
         present = [s for s in banned if norm(s) in haystack]
         if present:
             failed.append(f"does not contain {present!r}")

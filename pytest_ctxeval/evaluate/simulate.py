@@ -77,7 +77,10 @@ class StrategyCallCounter:
 def json_schema_format(schema: dict[str, Any]) -> dict[str, Any]:
     """OpenAI's ``response_format`` for a JSON schema (litellm maps it for other providers)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "structured_output"))
-    return {"type": "json_schema", "json_schema": {"name": name[:64], "schema": schema, "strict": True}}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name[:64], "schema": schema, "strict": True},
+    }
 
 
 def parse_structured(content: str) -> dict[str, Any]:

@@ -4,14 +4,15 @@ Deterministic and model-free: the cheapest regression signal."""
 
 from __future__ import annotations
 
+from ..results.record import Survival
 from ..scenario.build import Fact
 from ..strategies.base import Window, content_text
 
 
-def fact_survival(facts: list[Fact], window: Window) -> dict[str, str]:
+def fact_survival(facts: list[Fact], window: Window) -> dict[str, Survival]:
     visible = "\n".join(content_text(m) for m in window.messages).casefold()
     stored = "\n".join(window.retrievable).casefold()
-    states: dict[str, str] = {}
+    states: dict[str, Survival] = {}
     for fact in facts:
         pieces = [p.casefold() for p in fact.pieces()]
         answers = [a.casefold() for a in fact.answers]

@@ -121,7 +121,9 @@ class ModelClient:
                 name = type(exc).__name__
                 if name == "ContextWindowExceededError" or name not in RETRYABLE:
                     raise ModelError(f"{name}: {_first_line(exc)}") from exc
-                logger.warning("%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts)
+                logger.warning(
+                    "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
+                )
                 if attempt == self.max_attempts:
                     raise ModelError(
                         f"{name} after {attempt} attempts: {_first_line(exc)}"
@@ -132,8 +134,12 @@ class ModelClient:
         if not self.model.startswith("ctxeval/"):
             logger.info(
                 "%s call %d (%s): %d prompt + %d completion tokens in %.1f s",
-                self.model, self.calls, _describe(context or current_context()), completion.prompt_tokens,
-                completion.completion_tokens, completion.latency_s,
+                self.model,
+                self.calls,
+                _describe(context or current_context()),
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.latency_s,
             )
         if cassette is not None and self.cassettes is not None:
             self.cassettes.save(cassette[0], cassette[1], _cassette_response(completion))
@@ -246,7 +252,6 @@ def _replayed(response: dict[str, Any]) -> Completion:
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cost_usd=float(response.get("cost_usd") or 0.0),
     )
-
 
 
 def _describe(context: CallContext | None) -> str:

@@ -47,15 +47,21 @@ def write_code(task: str, rules: list[str]) -> str:
     required, forbidden = libraries(rules)
     imports = list(required)
     if not imports:
-        imports = [lib for pattern, lib in _DEFAULTS if pattern.search(task) and lib not in forbidden][:1]
+        imports = [
+            lib for pattern, lib in _DEFAULTS if pattern.search(task) and lib not in forbidden
+        ][:1]
     name = _function_name(task)
     body = [f"import {lib}" for lib in imports]
     body += ["", "", f"def {name}(*args, **kwargs):", f'    """{task.strip()[:80]}"""']
-    body.append(f"    return {imports[0]}  # placeholder" if imports else "    raise NotImplementedError")
+    body.append(
+        f"    return {imports[0]}  # placeholder" if imports else "    raise NotImplementedError"
+    )
     return "```python\n" + "\n".join(body) + "\n```"
 
 
 def _function_name(task: str) -> str:
     words = re.findall(r"[a-z]+", task.lower())
-    verbs = [w for w in words if w not in {"write", "a", "an", "the", "function", "that", "and", "me"}]
+    verbs = [
+        w for w in words if w not in {"write", "a", "an", "the", "function", "that", "and", "me"}
+    ]
     return "_".join(verbs[:3]) or "solution"

@@ -11,9 +11,8 @@ def describe_unknown_model(model: str, api_base: str | None = None) -> str | Non
         name = model.removeprefix(f"{PROVIDER}/")
         if name in MOCK_MODELS:
             return None
-        return (
-            f"unknown mock model {model!r}; available: "
-            + ", ".join(f"{PROVIDER}/{m}" for m in MOCK_MODELS)
+        return f"unknown mock model {model!r}; available: " + ", ".join(
+            f"{PROVIDER}/{m}" for m in MOCK_MODELS
         )
     from ._litellm import get_litellm
 

@@ -30,9 +30,7 @@ _TASK = re.compile(
     r"^\s*(write|create|implement|build|generate|make|draft|fix|add|refactor|code|produce)\b",
     re.IGNORECASE,
 )
-_INSTRUCTION = re.compile(
-    r"\b(never|always|must|do not|don't|only|avoid|prefer)\b", re.IGNORECASE
-)
+_INSTRUCTION = re.compile(r"\b(never|always|must|do not|don't|only|avoid|prefer)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Z_]{3,}|\d|[a-z]+_[a-z_]+|[a-z]+[A-Z]\w*|`")
 NO_ANSWER = "I could not find that in our conversation."
 
@@ -77,14 +75,19 @@ def respond(
         arguments = json.dumps({"id": memory_id})
         return Reply(
             tool_calls=[
-                {"id": call_id, "type": "function",
-                 "function": {"name": RETRIEVE_TOOL, "arguments": arguments}}
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": RETRIEVE_TOOL, "arguments": arguments},
+                }
             ]
         )
 
     parts: list[str] = []
     if _TASK.match(question):
-        rules = [c.text for c in candidates if c.from_instruction_role and _INSTRUCTION.search(c.text)]
+        rules = [
+            c.text for c in candidates if c.from_instruction_role and _INSTRUCTION.search(c.text)
+        ]
         rules = list(dict.fromkeys(rules))
         if rules:
             parts.append("Following your instructions: " + " ".join(rules))
@@ -134,7 +137,7 @@ def _best_sentences(
     first one misses."""
     if not q_terms or not candidates:
         return []
-    idf = idf_weights(c.terms for c in candidates)
+    idf = idf_weights(set(c.terms) for c in candidates)
 
     def score(c: _Candidate) -> float:
         return sum(idf.get(t, 0.0) for t in q_terms & c.terms)
@@ -226,9 +229,8 @@ _LIM_BEST = 88.3
 
 def lost_in_middle_probability(relative_position: float) -> float:
     x = min(max(relative_position, 0.0), 1.0)
-    for (x0, y0), (x1, y1) in zip(
-        zip(_LIM_POSITIONS, _LIM_ACCURACY), zip(_LIM_POSITIONS[1:], _LIM_ACCURACY[1:])
-    ):
+    points = list(zip(_LIM_POSITIONS, _LIM_ACCURACY, strict=True))
+    for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False):
         if x <= x1:
             y = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
             return y / _LIM_BEST

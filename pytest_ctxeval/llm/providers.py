@@ -80,6 +80,7 @@ def register_mock_provider(litellm: ModuleType) -> None:
             return self.completion(model, messages, *args, **kwargs)
 
     entry = {"provider": PROVIDER, "custom_handler": CtxevalMockLLM()}
-    litellm.custom_provider_map = [
-        p for p in litellm.custom_provider_map if p.get("provider") != PROVIDER
-    ] + [entry]
+    others = [
+        p for p in getattr(litellm, "custom_provider_map", []) if p.get("provider") != PROVIDER
+    ]
+    litellm.custom_provider_map = [*others, entry]  # type: ignore[attr-defined]

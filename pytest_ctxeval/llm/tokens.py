@@ -58,7 +58,7 @@ def shared_prefix_tokens(
     """Tokens of the leading messages two requests have in common: what a
     provider's prompt cache could reuse."""
     shared = 0
-    for old, new in zip(previous, current):
+    for old, new in zip(previous, current, strict=False):
         if old != new:
             break
         shared += message_tokens(new, model)
@@ -86,7 +86,9 @@ class PromptMeter:
         """(prompt tokens, tokens of the message prefix shared with the previous request)."""
         previous, shared = self._messages, 0
         limit = min(len(previous), len(messages))
-        while shared < limit and (messages[shared] is previous[shared] or messages[shared] == previous[shared]):
+        while shared < limit and (
+            messages[shared] is previous[shared] or messages[shared] == previous[shared]
+        ):
             shared += 1
         cumulative = self._cumulative[: shared + 1]
         running = cumulative[-1]

@@ -154,7 +154,9 @@ def render_report(
         "summary": [{"strategy": s, **row} for s, row in summary.to_dict("index").items()],
         "strategies": list(matrix.columns),
         "matrix": _matrix_rows(matrix),
-        "chart": tokens_chart(summary["cumulative_input_tokens"].to_dict()),
+        "chart": tokens_chart(
+            {str(k): int(v) for k, v in summary["cumulative_input_tokens"].items()}
+        ),
         "failures": [_failure(r) for r in failures],
     }
     return _environment().get_template(TEMPLATE).render(**context)

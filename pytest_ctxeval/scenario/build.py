@@ -85,7 +85,11 @@ def build_conversation(scenario: Scenario) -> Conversation:
         session.extend(_expand_turns(turns, call_ids))
     for i, constraint in enumerate(scenario.constraints):
         for j, part in enumerate(constraint.pieces()):
-            loc = ("constraints", i, "parts", j, "at_turn") if constraint.parts else ("constraints", i, "at_turn")
+            loc = (
+                ("constraints", i, "parts", j, "at_turn")
+                if constraint.parts
+                else ("constraints", i, "at_turn")
+            )
             _plant_constraint(session, part.text, part.at_turn, loc)
     for i, needle in enumerate(scenario.needles):
         _plant_needle(session, needle, i)
@@ -217,7 +221,7 @@ def _insert_text(text: str, at: int, needle: str) -> str:
 
 def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:
     needle = next((n for n in scenario.needles if n.id == probe.needle), None)
-    question = probe.user or (needle.question if needle else "")
+    question: str = probe.user or (needle.question if needle and needle.question else "")
     expect = probe.expect
     if expect is None and needle is not None and needle.answer is not None:
         answers = [needle.answer] if isinstance(needle.answer, str) else list(needle.answer)
@@ -230,7 +234,11 @@ def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:
 def _facts(scenario: Scenario) -> list[Fact]:
     facts = []
     for n in scenario.needles:
-        answers = () if n.answer is None else ((n.answer,) if isinstance(n.answer, str) else tuple(n.answer))
+        answers = (
+            ()
+            if n.answer is None
+            else ((n.answer,) if isinstance(n.answer, str) else tuple(n.answer))
+        )
         facts.append(Fact(n.id, "needle", n.text, answers))
     for c in scenario.constraints:
         parts = tuple(p.text for p in c.parts) if c.parts else ()

@@ -19,8 +19,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import vocabulary as v
 
 GeneratorKind = Literal[
-    "chitchat", "coding_session", "json_rows", "json_api", "spans", "log_lines",
-    "file_read", "test_run", "shell", "lint", "prose",
+    "chitchat",
+    "coding_session",
+    "json_rows",
+    "json_api",
+    "spans",
+    "log_lines",
+    "file_read",
+    "test_run",
+    "shell",
+    "lint",
+    "prose",
 ]
 
 
@@ -31,8 +40,12 @@ class GenerateSpec(BaseModel):
 
     kind: GeneratorKind
     seed: int = 0
-    turns: int = Field(default=4, ge=1, le=10_000, description="chitchat / coding_session: exchanges")
-    rows: int = Field(default=50, ge=1, le=1_000_000, description="items: rows, lines, spans, tests")
+    turns: int = Field(
+        default=4, ge=1, le=10_000, description="chitchat / coding_session: exchanges"
+    )
+    rows: int = Field(
+        default=50, ge=1, le=1_000_000, description="items: rows, lines, spans, tests"
+    )
     tokens: int | None = Field(
         default=None, ge=1, le=50_000_000, description="approximate size in tokens (overrides rows)"
     )
@@ -71,7 +84,8 @@ def _take(items: Iterator[str], spec: GenerateSpec) -> list[str]:
 
     # Counted with the real tokenizer, item by item (each counted once):
     # JSON and shell output run far from four characters a token.
-    out, tokens = [], 0
+    out: list[str] = []
+    tokens = 0
     for item in items:
         if out and tokens + count_text_tokens(item) > spec.tokens:
             break
@@ -88,7 +102,9 @@ def _json_array(items: list[str]) -> str:
     return "[\n" + ",\n".join(items) + "\n]"
 
 
-def _json_rows(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _json_rows(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def rows() -> Iterator[str]:
         for i in itertools.count():
             yield json.dumps(
@@ -106,7 +122,9 @@ def _json_rows(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], C
     return rows(), _json_array
 
 
-def _json_api(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _json_api(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def records() -> Iterator[str]:
         for i in itertools.count(1):
             record = {
@@ -127,12 +145,14 @@ def _json_api(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Ca
 
     def wrap(items: list[str]) -> str:
         meta = json.dumps({"count": len(items), "page": 1}, sort_keys=True)
-        return '{\n  "data": [\n' + ",\n".join(items) + f"\n  ],\n  \"meta\": {meta}\n}}"
+        return '{\n  "data": [\n' + ",\n".join(items) + f'\n  ],\n  "meta": {meta}\n}}'
 
     return records(), wrap
 
 
-def _spans(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _spans(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def spans() -> Iterator[str]:
         trace = f"{rng.getrandbits(64):016x}"
         parents: list[str] = []
@@ -151,7 +171,10 @@ def _spans(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Calla
                     "service": rng.choice(v.SERVICES),
                     "start_ms": clock,
                     "duration_ms": rng.randint(1, 400),
-                    "attributes": {"region": rng.choice(["eu-west", "us-east"]), "retry": rng.randint(0, 2)},
+                    "attributes": {
+                        "region": rng.choice(["eu-west", "us-east"]),
+                        "retry": rng.randint(0, 2),
+                    },
                 },
                 sort_keys=True,
             )
@@ -160,7 +183,9 @@ def _spans(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Calla
     return spans(), _json_array
 
 
-def _log_lines(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _log_lines(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def lines() -> Iterator[str]:
         for i in itertools.count():
             level = rng.choice(v.LOG_LEVELS)
@@ -172,7 +197,9 @@ def _log_lines(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], C
     return lines(), _lines
 
 
-def _file_read(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _file_read(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def lines() -> Iterator[str]:
         source = v.python_source(rng)
         for number in itertools.count(1):
@@ -181,7 +208,9 @@ def _file_read(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], C
     return lines(), _lines
 
 
-def _test_run(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _test_run(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def results() -> Iterator[str]:
         for i in itertools.count():
             module = rng.choice(v.TEST_MODULES)
@@ -197,25 +226,34 @@ def _test_run(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Ca
                 name = line.split("::")[1].split()[0]
                 tracebacks.append(v.traceback(rng, line.split("::")[0], name))
             lines.append(line)
-        summary = f"{len(items) - len(failed)} passed" + (f", {len(failed)} failed" if failed else "")
-        return "\n".join(lines + ["", *tracebacks, f"===== {summary} in {rng.uniform(0.5, 30):.2f}s ====="])
+        summary = f"{len(items) - len(failed)} passed" + (
+            f", {len(failed)} failed" if failed else ""
+        )
+        return "\n".join(
+            lines + ["", *tracebacks, f"===== {summary} in {rng.uniform(0.5, 30):.2f}s ====="]
+        )
 
     return results(), report
 
 
-def _shell(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _shell(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def entries() -> Iterator[str]:
         for _ in itertools.count():
             name = rng.choice(v.FILE_STEMS) + rng.choice([".py", ".md", ".toml", ".txt", ""])
             yield (
                 f"-rw-r--r-- 1 dev dev {rng.randint(80, 90_000):>6} "
-                f"Jan {rng.randint(1, 28):>2} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {name}"
+                f"Jan {rng.randint(1, 28):>2} "
+                f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d} {name}"
             )
 
     return entries(), lambda items: "$ ls -la\n" + "\n".join(items)
 
 
-def _lint(rng: random.Random, spec: GenerateSpec) -> tuple[Iterator[str], Callable[[list[str]], str]]:
+def _lint(
+    rng: random.Random, spec: GenerateSpec
+) -> tuple[Iterator[str], Callable[[list[str]], str]]:
     def findings() -> Iterator[str]:
         for _ in itertools.count():
             code, message = rng.choice(v.LINT_RULES)
@@ -278,7 +316,12 @@ def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
     """A coding agent at work: the user asks, the agent reads files, runs
     tests and shell commands, and reports back."""
     messages: list[Message] = []
-    tools = [("read_file", "file_read"), ("run_tests", "test_run"), ("shell", "shell"), ("lint", "lint")]
+    tools: list[tuple[str, GeneratorKind]] = [
+        ("read_file", "file_read"),
+        ("run_tests", "test_run"),
+        ("shell", "shell"),
+        ("lint", "lint"),
+    ]
     budget = _Budget(spec)
     for turn in _exchanges(spec):
         if budget.spent(messages):
@@ -289,17 +332,30 @@ def _coding_session(rng: random.Random, spec: GenerateSpec) -> list[Message]:
         call_id = f"gen_{spec.seed}_{turn}"
         args = json.dumps({"path": f"src/{stem}.py"} if name == "read_file" else {}, sort_keys=True)
         messages.append(
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
-            ]}
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": args},
+                    }
+                ],
+            }
         )
         sub = GenerateSpec(
-            kind=kind, seed=rng.getrandbits(31), rows=rng.randint(15, 40), failures=rng.randint(0, 1)
+            kind=kind,
+            seed=rng.getrandbits(31),
+            rows=rng.randint(15, 40),
+            failures=rng.randint(0, 1),
         )
         messages.append(
             {"role": "tool", "tool_call_id": call_id, "name": name, "content": generate_text(sub)}
         )
-        messages.append({"role": "assistant", "content": rng.choice(v.CODING_REPLIES).format(stem=stem)})
+        messages.append(
+            {"role": "assistant", "content": rng.choice(v.CODING_REPLIES).format(stem=stem)}
+        )
     return messages
 
 

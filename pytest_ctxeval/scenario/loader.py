@@ -58,7 +58,7 @@ def parse_conversations(
         if not isinstance(items, list):
             line, col = position(root, ("scenarios",))
             raise ScenarioError.at(path, line, col, "'scenarios' must be a list of scenarios")
-        entries = [(item, ("scenarios", i)) for i, item in enumerate(items)]
+        entries: list[tuple[Any, Loc]] = [(item, ("scenarios", i)) for i, item in enumerate(items)]
     elif isinstance(data, dict):
         entries = [(data, ())]
     elif isinstance(data, list):
@@ -117,9 +117,7 @@ def _problems(exc: ValidationError, root: yaml.Node, prefix: Loc, path: str) -> 
         node, key_node = find_node(root, (*prefix, *loc))
         target = key_node if err["type"] == "extra_forbidden" and key_node else node
         mark = target.start_mark
-        problems.append(
-            Problem(path, mark.line + 1, mark.column + 1, _message(err, loc, model))
-        )
+        problems.append(Problem(path, mark.line + 1, mark.column + 1, _message(err, loc, model)))
     return sorted(set(problems), key=lambda p: (p.line, p.column, p.message))
 
 
@@ -134,7 +132,10 @@ def _message(err: Any, loc: Loc, parent: type[BaseModel] | None) -> str:
         return f"missing required key {loc[-1]!r} in {_dotted(loc[:-1]) or 'scenario'}"
     if kind == "turn_kind" and isinstance(err.get("input"), dict):
         keys = ", ".join(repr(k) for k in err["input"]) or "none"
-        return f"{where}: a turn needs exactly one of the keys user, assistant, tool, generate; got {keys}"
+        return (
+            f"{where}: a turn needs exactly one of the keys user, assistant, tool, generate; "
+            f"got {keys}"
+        )
     msg = str(err["msg"]).removeprefix("Value error, ")
     return f"{where}: {msg}" if where else msg
 

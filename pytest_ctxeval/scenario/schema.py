@@ -191,7 +191,9 @@ class Constraint(Strict):
     @model_validator(mode="after")
     def _text_or_parts(self) -> Constraint:
         if (self.text is None) == (self.parts is None):
-            raise ValueError("a constraint needs exactly one of 'text' or 'parts' (a list of {text, at_turn})")
+            raise ValueError(
+                "a constraint needs exactly one of 'text' or 'parts' (a list of {text, at_turn})"
+            )
         return self
 
     def pieces(self) -> list[ConstraintPart]:
@@ -246,11 +248,18 @@ class Scenario(Strict):
             raise LocatedValueError(
                 ("sessions",), "use either 'turns' (one chat) or 'sessions' (several), not both"
             )
-        for kind, items in (("needles", self.needles), ("constraints", self.constraints), ("probes", self.probes)):
+        groups: tuple[tuple[str, list[Any]], ...] = (
+            ("needles", self.needles),
+            ("constraints", self.constraints),
+            ("probes", self.probes),
+        )
+        for kind, items in groups:
             seen: set[str] = set()
             for i, item in enumerate(items):
                 if item.id in seen:
-                    raise LocatedValueError((kind, i, "id"), f"duplicate {kind[:-1]} id {item.id!r}")
+                    raise LocatedValueError(
+                        (kind, i, "id"), f"duplicate {kind[:-1]} id {item.id!r}"
+                    )
                 seen.add(item.id)
         needles = {n.id: n for n in self.needles}
         constraints = {c.id for c in self.constraints}

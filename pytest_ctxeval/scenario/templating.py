@@ -40,7 +40,9 @@ def _render(text: str, variables: dict[str, Any], loc: Loc) -> Any:
     try:
         only = _ONLY_EXPRESSION.match(text)
         if only and "{{" not in only.group("expr"):
-            value = _ENV.compile_expression(only.group("expr"), undefined_to_none=False)(**variables)
+            value = _ENV.compile_expression(only.group("expr"), undefined_to_none=False)(
+                **variables
+            )
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()  # raises UndefinedError, a TemplateError
             return value
@@ -63,7 +65,7 @@ def expand_matrix(matrix: Any) -> Iterator[dict[str, Any]]:
             raise TemplateProblem(("matrix", name), f"matrix {name!r} must be a non-empty list")
     names = list(matrix)
     for combo in itertools.product(*(matrix[n] for n in names)):
-        yield dict(zip(names, combo))
+        yield dict(zip(names, combo, strict=True))
 
 
 def matrix_suffix(combo: dict[str, Any]) -> str:

@@ -25,7 +25,13 @@ ACKS = ["Good point.", "Sounds right.", "Fair enough.", "Nice."]
 SPAN_NAMES = ["db.select", "http.get", "cache.lookup", "render.page", "queue.publish"]
 SERVICES = ["checkout", "catalog", "billing", "search", "accounts"]
 LOG_LEVELS = ["DEBUG", "INFO", "INFO", "INFO", "WARN"]
-LOG_EVENTS = ["worker heartbeat", "cache refreshed", "request served", "batch flushed", "connection pooled"]
+LOG_EVENTS = [
+    "worker heartbeat",
+    "cache refreshed",
+    "request served",
+    "batch flushed",
+    "connection pooled",
+]
 WORDS = (
     "the a of river stone light morning paper window garden quiet long small "
     "green old road field cloud table letter music evening city north simple "

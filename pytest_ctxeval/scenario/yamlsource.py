@@ -26,11 +26,15 @@ def _include(loader: _IncludingLoader, node: yaml.Node) -> Any:
     mark = node.start_mark
     target = loader.construct_scalar(node)  # type: ignore[arg-type]
     if not isinstance(target, str) or not target:
-        raise ScenarioError.at(loader.display, mark.line + 1, mark.column + 1, "!include needs a path")
+        raise ScenarioError.at(
+            loader.display, mark.line + 1, mark.column + 1, "!include needs a path"
+        )
     path = (loader.base_dir / target).resolve()
     if not path.is_relative_to(loader.root):
         raise ScenarioError.at(
-            loader.display, mark.line + 1, mark.column + 1,
+            loader.display,
+            mark.line + 1,
+            mark.column + 1,
             f"!include {target!r} leaves the scenario root {loader.root}",
         )
     if not path.is_file():
@@ -44,7 +48,9 @@ def _include(loader: _IncludingLoader, node: yaml.Node) -> Any:
     text = path.read_text(encoding="utf-8")
     if path.suffix not in (".yaml", ".yml"):
         return text
-    _, data = parse_yaml(text, str(path), base_dir=path.parent, root=loader.root, depth=loader.depth + 1)
+    _, data = parse_yaml(
+        text, str(path), base_dir=path.parent, root=loader.root, depth=loader.depth + 1
+    )
     return data
 
 
@@ -55,7 +61,12 @@ def parse_yaml(
     text: str, display: str, *, base_dir: Path, root: Path, depth: int = 0
 ) -> tuple[yaml.Node, Any]:
     loader = _IncludingLoader(text)
-    loader.base_dir, loader.root, loader.display, loader.depth = base_dir, root.resolve(), display, depth
+    loader.base_dir, loader.root, loader.display, loader.depth = (
+        base_dir,
+        root.resolve(),
+        display,
+        depth,
+    )
     try:
         node = loader.get_single_node()
         if node is None:
@@ -97,13 +108,19 @@ def find_node(root: yaml.Node, loc: Loc) -> tuple[yaml.Node, yaml.Node | None]:
     for part in loc:
         if isinstance(node, yaml.MappingNode):
             match = next(
-                ((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part),
+                (
+                    (k, v)
+                    for k, v in node.value
+                    if isinstance(k, yaml.ScalarNode) and k.value == part
+                ),
                 None,
             )
             if match is None:
                 return node, None
             key_node, node = match
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node, key_node = node.value[part], None
         else:
             break

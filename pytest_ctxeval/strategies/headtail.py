@@ -84,13 +84,19 @@ class HeadTailStrategy(BaseStrategy):
         index = len(self.history) - 1
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            self._calls[call.get("id")] = (str(function.get("name", "")), str(function.get("arguments", "")))
-        key = self._calls.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
+            self._calls[call.get("id")] = (
+                str(function.get("name", "")),
+                str(function.get("arguments", "")),
+            )
+        key = (
+            self._calls.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
+        )
         if key is not None:
             earlier = self._latest.get(key)
             if earlier is not None:
                 self._superseded[earlier] = {
-                    **self.history[earlier], "content": SUPERSEDED.format(name=key[0])
+                    **self.history[earlier],
+                    "content": SUPERSEDED.format(name=key[0]),
                 }
             self._latest[key] = index
 
@@ -138,7 +144,10 @@ class HeadTailStrategy(BaseStrategy):
         entry = self.store.put(position=position, text=text, original=original, message_count=count)
         self._listing.append(
             LISTING_LINE.format(
-                id=entry.id, position=entry.position, count=entry.message_count, preview=entry.preview
+                id=entry.id,
+                position=entry.position,
+                count=entry.message_count,
+                preview=entry.preview,
             )
         )
         self._tool = None
@@ -160,11 +169,7 @@ def superseded_results(history: list[Message]) -> dict[int, str]:
         if key is not None:
             results.append((index, key))
             latest[key] = index
-    return {
-        index: SUPERSEDED.format(name=key[0])
-        for index, key in results
-        if latest[key] != index
-    }
+    return {index: SUPERSEDED.format(name=key[0]) for index, key in results if latest[key] != index}
 
 
 def retrieve_tool(description: str) -> dict[str, Any]:
