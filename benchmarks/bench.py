@@ -34,12 +34,16 @@ def best_of(n: int, fn) -> float:  # type: ignore[no-untyped-def]
 
 def pytest_version_overhead() -> None:
     def run(*extra: str) -> None:
-        subprocess.run([sys.executable, "-m", "pytest", *extra, "--version"], capture_output=True, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", *extra, "--version"], capture_output=True, check=True
+        )
 
     with_plugin = statistics.median(best_of(1, run) for _ in range(7))
     without = statistics.median(best_of(1, lambda: run("-p", "no:ctxeval")) for _ in range(7))
-    print(f"pytest --version: {with_plugin * 1000:.0f} ms with the plugin, "
-          f"{without * 1000:.0f} ms without ({(with_plugin - without) * 1000:+.0f} ms)")
+    print(
+        f"pytest --version: {with_plugin * 1000:.0f} ms with the plugin, "
+        f"{without * 1000:.0f} ms without ({(with_plugin - without) * 1000:+.0f} ms)"
+    )
 
 
 def session_yaml(turns: int, rows: int = 60) -> str:
@@ -72,8 +76,10 @@ def model_free_work(turns: int) -> None:
     conversation = parse_conversations(session_yaml(turns), "bench.yaml")[0]
     chars = sum(len(m.get("content") or "") for m in conversation.messages)
     client = ModelClient("ctxeval/oracle")
-    print(f"\nmodel-free work, {turns}-turn coding session ({len(conversation.messages)} messages, "
-          f"{chars:,} chars), per strategy (simulate + window + tokens + survival + scoring):")
+    print(
+        f"\nmodel-free work, {turns}-turn coding session ({len(conversation.messages)} messages, "
+        f"{chars:,} chars), per strategy (simulate + window + tokens + survival + scoring):"
+    )
     total = 0.0
     for spec in resolve("all"):
         count_text_tokens.cache_clear()
@@ -90,7 +96,9 @@ def model_free_work(turns: int) -> None:
         cold = best_of(1, once)
         warm = best_of(3, once)
         total += cold
-        print(f"  {spec.name:<18} {cold * 1000:7.0f} ms cold, {warm * 1000:6.0f} ms warm (tokens cached)")
+        print(
+            f"  {spec.name:<18} {cold * 1000:7.0f} ms cold, {warm * 1000:6.0f} ms warm (tokens cached)"
+        )
     print(f"  all strategies: {total:.2f} s cold")
 
 
@@ -105,9 +113,19 @@ def linear_token_counting() -> None:
     for turns in (100, 200, 400):
         conversation = parse_conversations(session_yaml(turns), "bench.yaml")[0]
         count_text_tokens.cache_clear()
-        seconds = best_of(1, lambda: simulate(conversation, FullStrategy(), client=ModelClient("ctxeval/oracle"), model="ctxeval/oracle"))
+        seconds = best_of(
+            1,
+            lambda: simulate(
+                conversation,
+                FullStrategy(),
+                client=ModelClient("ctxeval/oracle"),
+                model="ctxeval/oracle",
+            ),
+        )
         info = count_text_tokens.cache_info()
-        print(f"  {turns:4} turns: {seconds:6.2f} s, {info.misses:,} texts tokenised, {info.hits:,} cache hits")
+        print(
+            f"  {turns:4} turns: {seconds:6.2f} s, {info.misses:,} texts tokenised, {info.hits:,} cache hits"
+        )
 
 
 def long_session() -> None:
@@ -118,11 +136,18 @@ def long_session() -> None:
 
     conversation = parse_conversations(session_yaml(1000, rows=2000), "bench.yaml")[0]
     chars = sum(len(m.get("content") or "") for m in conversation.messages)
-    print(f"\n1,000-turn session ({len(conversation.messages):,} messages, {chars / 1e6:.1f} MB of text):")
+    print(
+        f"\n1,000-turn session ({len(conversation.messages):,} messages, {chars / 1e6:.1f} MB of text):"
+    )
     for spec in resolve("full,headtail,sliding,toolprune,observation-mask"):
         tracemalloc.start()
         start = time.perf_counter()
-        simulate(conversation, spec.create(), client=ModelClient("ctxeval/oracle"), model="ctxeval/oracle")
+        simulate(
+            conversation,
+            spec.create(),
+            client=ModelClient("ctxeval/oracle"),
+            model="ctxeval/oracle",
+        )
         seconds = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -148,15 +173,30 @@ def xdist_scaling() -> None:
 
         def run(*extra: str) -> float:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "--ctx-fail-on=never", *extra], cwd=tmp, capture_output=True, check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "--ctx-fail-on=never",
+                    *extra,
+                ],
+                cwd=tmp,
+                capture_output=True,
+                check=True,
+            )
             return time.perf_counter() - start
 
         serial, parallel = run("-p", "no:xdist"), run("-n", "2")
         scoped = run("-n", "2", "--dist", "loadscope")
-        print(f"\n-n 2 scaling, 40 scenarios x 12 strategies: {serial:.1f} s serial, "
-              f"{parallel:.1f} s with -n 2 ({serial / parallel:.2f}x), "
-              f"{scoped:.1f} s with -n 2 --dist loadscope ({serial / scoped:.2f}x)")
+        print(
+            f"\n-n 2 scaling, 40 scenarios x 12 strategies: {serial:.1f} s serial, "
+            f"{parallel:.1f} s with -n 2 ({serial / parallel:.2f}x), "
+            f"{scoped:.1f} s with -n 2 --dist loadscope ({serial / scoped:.2f}x)"
+        )
 
 
 def main() -> None:
@@ -171,7 +211,6 @@ def main() -> None:
     long_session()
     if not args.quick:
         xdist_scaling()
-
 
 
 if __name__ == "__main__":
