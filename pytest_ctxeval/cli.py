@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -22,7 +23,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="Directory that !include may not leave (default: a directory given, "
         "else the current directory for files inside it)",
     )
-    sub.add_parser("schema", help="Print the JSON Schema of the scenario format")
+    schema = sub.add_parser("schema", help="Print the JSON Schema of the scenario format")
+    schema.add_argument(
+        "--markdown", action="store_true", help="Print a field reference in Markdown instead"
+    )
     sub.add_parser("strategies", help="List the available strategies")
     report = sub.add_parser("report", help="Render the HTML report from a results file")
     report.add_argument("results", type=Path)
@@ -108,10 +112,55 @@ def _allow_templates(node: object) -> None:
                 _allow_templates(value)
 
 
+def schema_reference(schema: dict[str, Any]) -> str:
+    """The scenario format as Markdown tables, one per object, from the schema."""
+    sections = [("Scenario", schema)] + sorted(schema.get("$defs", {}).items())
+    out = []
+    for name, model in sections:
+        properties = model.get("properties")
+        if not properties:
+            continue
+        required = set(model.get("required", []))
+        out += [f"### {name}", "", "| key | type | default | meaning |", "|---|---|---|---|"]
+        for key, spec in properties.items():
+            if key in required:
+                default = "required"
+            else:
+                default = json.dumps(spec["default"]) if "default" in spec else "—"
+            meaning = " ".join(str(spec.get("description", "")).split())
+            out.append(f"| `{key}` | {_type_name(spec)} | {default} | {meaning} |")
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def _type_name(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return "any"  # JSON Schema's `true`: anything goes
+    if "$ref" in spec:
+        return spec["$ref"].rsplit("/", 1)[-1]
+    if "enum" in spec:
+        return " \\| ".join(json.dumps(v) for v in spec["enum"])
+    if "const" in spec:
+        return json.dumps(spec["const"])
+    for union in ("anyOf", "oneOf"):
+        if union in spec:
+            names = [_type_name(s) for s in spec[union] if s.get("type") != "null"]
+            return " or ".join(dict.fromkeys(names))
+    kind = spec.get("type", "any")
+    if kind == "array":
+        return f"list of {_type_name(spec.get('items', {}))}"
+    if kind == "object" and "additionalProperties" in spec:
+        return f"mapping of {_type_name(spec['additionalProperties'])}"
+    return str(kind)
+
+
 def _schema(args: argparse.Namespace) -> int:
     from .scenario.schema import Scenario
 
     schema = Scenario.model_json_schema()
+    if args.markdown:
+        print(schema_reference(schema))
+        return 0
     _allow_templates(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     print(json.dumps(schema, indent=2, sort_keys=True))

@@ -299,3 +299,20 @@ def test_report_on_a_missing_results_file(tmp_path, capsys):
     )
     assert code == 1
     assert err.startswith("ctxeval report: ") and "none.jsonl" in err
+
+
+def test_schema_markdown_is_a_field_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### Scenario\n")
+    assert "| `probes` | list of Probe | required |" in out
+    assert "| `python` | PythonCheck | null | checks on the Python code in the answer |" in out
+
+
+def test_the_docs_schema_reference_is_up_to_date(capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/authoring.md embeds `ctxeval schema --markdown`; regenerate it when
+    # the models change.
+    main(["schema", "--markdown"])
+    reference = capsys.readouterr().out.replace("### ", "#### ").strip()
+    docs = (Path(__file__).parent.parent / "docs" / "authoring.md").read_text(encoding="utf-8")
+    assert reference in docs

@@ -38,16 +38,18 @@ class Strict(BaseModel):
 
 
 class ToolCallSpec(Strict):
-    id: str | None = None
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = Field(default=None, description="call id (default: call_1, call_2, ...)")
+    name: str = Field(description="the function the assistant calls")
+    args: dict[str, Any] = Field(default_factory=dict, description="its arguments")
 
 
 class ToolOutput(Strict):
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    output: str | None = None
-    generate: GenerateSpec | None = None
+    name: str = Field(description="the tool that produced the output")
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="arguments of the call (synthesised if none is pending)"
+    )
+    output: str | None = Field(default=None, description="the tool's output text")
+    generate: GenerateSpec | None = Field(default=None, description="generated output instead")
 
     @model_validator(mode="after")
     def _one_source(self) -> ToolOutput:
@@ -57,20 +59,22 @@ class ToolOutput(Strict):
 
 
 class UserTurn(Strict):
-    user: str
+    user: str = Field(description="a user message")
 
 
 class AssistantTurn(Strict):
-    assistant: str | None = None
-    tool_calls: list[ToolCallSpec] = Field(default_factory=list)
+    assistant: str | None = Field(default=None, description="an assistant message")
+    tool_calls: list[ToolCallSpec] = Field(
+        default_factory=list, description="calls whose results follow as tool turns"
+    )
 
 
 class ToolTurn(Strict):
-    tool: ToolOutput
+    tool: ToolOutput = Field(description="a tool result")
 
 
 class GenerateTurn(Strict):
-    generate: GenerateSpec
+    generate: GenerateSpec = Field(description="generated whole turns (chitchat, coding_session)")
 
 
 TURN_KINDS = ("user", "assistant", "tool", "generate")
@@ -105,8 +109,11 @@ Turn = Annotated[
 class PythonCheck(Strict):
     """Checks on the Python code in an answer, by its syntax tree."""
 
-    forbid_imports: list[str] = Field(default_factory=list)
-    require_imports: list[str] = Field(default_factory=list)
+    forbid_imports: list[str] = Field(
+        default_factory=list,
+        description="modules the code must not import (os.path covers from-imports)",
+    )
+    require_imports: list[str] = Field(default_factory=list, description="modules it must import")
 
 
 class Session(Strict):
@@ -119,15 +126,19 @@ class Session(Strict):
 class Expectation(Strict):
     """Checks on an answer; case-insensitive unless ``case_sensitive``."""
 
-    contains: str | None = None
-    contains_any: list[str] | None = None
-    contains_all: list[str] | None = None
-    not_contains: str | list[str] | None = None
-    regex: str | None = None
-    not_regex: str | None = None
-    equals: str | None = None
-    python: PythonCheck | None = None
-    case_sensitive: bool = False
+    contains: str | None = Field(default=None, description="the answer contains this")
+    contains_any: list[str] | None = Field(default=None, description="at least one of these")
+    contains_all: list[str] | None = Field(default=None, description="every one of these")
+    not_contains: str | list[str] | None = Field(default=None, description="none of these")
+    regex: str | None = Field(default=None, description="re.search matches the answer")
+    not_regex: str | None = Field(default=None, description="re.search does not match")
+    equals: str | None = Field(
+        default=None, description="equal after whitespace and end punctuation are normalised"
+    )
+    python: PythonCheck | None = Field(
+        default=None, description="checks on the Python code in the answer"
+    )
+    case_sensitive: bool = Field(default=False, description="text checks respect case")
 
     @field_validator("regex", "not_regex")
     @classmethod
@@ -153,10 +164,12 @@ class Expectation(Strict):
 class Needle(Strict):
     """A fact planted at a turn (1-based message index) or a depth (0..1 of tokens)."""
 
-    id: str = Field(pattern=SLUG)
-    text: str = Field(min_length=1)
-    question: str | None = None
-    answer: str | list[str] | None = None
+    id: str = Field(pattern=SLUG, description="named by probes and in fact survival")
+    text: str = Field(min_length=1, description="the sentence planted in the session")
+    question: str | None = Field(default=None, description="asked by a probe naming this needle")
+    answer: str | list[str] | None = Field(
+        default=None, description="what a correct answer contains (any of a list)"
+    )
     depth: float | None = Field(
         default=None, ge=0.0, le=1.0, description="position as a fraction of the session's tokens"
     )
@@ -182,11 +195,17 @@ class Constraint(Strict):
     that a later answer must respect; ``check`` applies to every probe that
     names the constraint."""
 
-    id: str = Field(pattern=SLUG)
-    text: str | None = Field(default=None, min_length=1)
-    at_turn: int = Field(default=1, ge=1)
-    parts: list[ConstraintPart] | None = Field(default=None, min_length=2)
-    check: Expectation | None = None
+    id: str = Field(pattern=SLUG, description="named by probes and in fact survival")
+    text: str | None = Field(default=None, min_length=1, description="what the user says")
+    at_turn: int = Field(
+        default=1, ge=1, description="joins the user message at or before this message (1-based)"
+    )
+    parts: list[ConstraintPart] | None = Field(
+        default=None, min_length=2, description="the constraint said in parts, at several turns"
+    )
+    check: Expectation | None = Field(
+        default=None, description="applied to every probe that names this constraint"
+    )
 
     @model_validator(mode="after")
     def _text_or_parts(self) -> Constraint:
@@ -203,11 +222,18 @@ class Constraint(Strict):
 class Probe(Strict):
     """The question at turn N+1: a user message, or a needle's question."""
 
-    id: str = Field(pattern=SLUG)
-    user: str | None = None
-    needle: str | None = None
-    constraint: str | None = None
-    expect: Expectation | None = None
+    id: str = Field(pattern=SLUG, description="the item name: scenario::probe[strategy]")
+    user: str | None = Field(default=None, description="the question asked at turn N+1")
+    needle: str | None = Field(
+        default=None, description="a needle id: its question and answer make the probe"
+    )
+    constraint: str | None = Field(
+        default=None, description="a constraint id: its check applies to the answer"
+    )
+    expect: Expectation | None = Field(
+        default=None,
+        description="without one, the answer must agree with the full-context answer",
+    )
 
     @model_validator(mode="after")
     def _has_question(self) -> Probe:
@@ -219,22 +245,25 @@ class Probe(Strict):
 class Scenario(Strict):
     """One long session and the probes asked at its end."""
 
-    id: str = Field(pattern=SLUG)
-    description: str = ""
-    tags: list[str] = Field(default_factory=list)
-    system: str | None = None
-    turns: list[Turn] = Field(default_factory=list)
+    id: str = Field(pattern=SLUG, description="unique in the suite; names the pytest items")
+    description: str = Field(default="", description="one line: what this scenario catches")
+    tags: list[str] = Field(default_factory=list, description="become pytest markers (- as _)")
+    system: str | None = Field(default=None, description="the system prompt")
+    turns: list[Turn] = Field(default_factory=list, description="the session before the probes")
     sessions: list[Session] | None = Field(
         default=None,
         description="Several chats in a row instead of 'turns'; strategies are told "
         "when each one ends, and the probe comes in the last",
     )
-    needles: list[Needle] = Field(default_factory=list)
-    constraints: list[Constraint] = Field(default_factory=list)
-    probes: list[Probe] = Field(min_length=1)
+    needles: list[Needle] = Field(default_factory=list, description="facts planted in the session")
+    constraints: list[Constraint] = Field(
+        default_factory=list, description="rules the user states that answers must respect"
+    )
+    probes: list[Probe] = Field(min_length=1, description="the questions asked at turn N+1")
     # Consumed by the loader before validation; declared for the JSON Schema.
     vars: dict[str, Any] | None = Field(
-        default=None, description="Variables for {{ jinja2 }} templates in any string"
+        default=None,
+        description="variables for {{ jinja2 }} templates; makes every string a template",
     )
     matrix: dict[str, list[Any]] | None = Field(
         default=None,

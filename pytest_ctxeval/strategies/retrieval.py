@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import heapq
 import math
+import os
 from collections import Counter
 from typing import Any, Protocol
 
@@ -76,6 +77,9 @@ class EmbeddingIndex:
     """Cosine similarity over sentence-transformers embeddings (optional extra)."""
 
     def __init__(self, model_name: str = DEFAULT_EMBEDDING_MODEL) -> None:
+        # Nothing may download at run time: the model must already be on disk
+        # (a local path, or a model cached or shipped in a package).
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
         except ImportError:
@@ -85,7 +89,13 @@ class EmbeddingIndex:
                 "or use backend 'bm25', which needs nothing"
             ) from None
         self.model_name = model_name
-        self.model: Any = SentenceTransformer(model_name)
+        try:
+            self.model: Any = SentenceTransformer(model_name)
+        except OSError as exc:
+            raise MissingExtraError(
+                f"rag backend 'embeddings': model {model_name!r} is not available offline "
+                f"({exc}); pass embedding_model= a local model directory"
+            ) from None
         self.vectors: list[list[float]] = []
 
     def add(self, text: str) -> int:
