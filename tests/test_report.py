@@ -184,9 +184,10 @@ def test_report_summary_and_matrix(records):
     for passed in ("3/3", "1/3", "0/2"):  # full, headtail, sliding
         assert f'<td class="num">{passed}</td>' in summary
     matrix = section(html, "matrix")
-    assert '<td class="cell context_loss">context_loss 1/2</td>' in matrix
-    assert '<td class="cell ok">ok 2</td>' in matrix
-    assert '<td class="cell model_miss">model_miss 1</td>' in matrix
+    # Short labels in the cell, the full classification in its tooltip.
+    assert '<td class="cell context_loss" title="context_loss 1/2">loss 1/2</td>' in matrix
+    assert '<td class="cell ok" title="ok 2">ok 2</td>' in matrix
+    assert '<td class="cell model_miss" title="model_miss 1">miss 1</td>' in matrix
     assert "ctxeval/oracle" in html and "run-1" in html
 
 

@@ -124,11 +124,20 @@ def _run_info(records: list[ResultRecord], extra: dict | None) -> dict[str, Any]
     return info
 
 
+# Short cell labels keep a dozen strategies side by side on one screen; the
+# full name is the cell's tooltip and the legend's.
+_SHORT = {"context_loss": "loss", "model_miss": "miss", "divergent": "div"}
+
+
 def _matrix_rows(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for scenario, cells in matrix.iterrows():
-        # The cell text starts with the classification name; it picks the colour.
-        row = [(text, text.split(" ", 1)[0] if text else "none") for text in cells]
+        row = []
+        for text in cells:
+            # The cell text starts with the classification name; it picks the colour.
+            name, _, count = (text or "").partition(" ")
+            label = f"{_SHORT.get(name, name)} {count}".strip()
+            row.append({"text": text, "label": label, "cls": name or "none"})
         rows.append({"scenario": scenario, "cells": row})
     return rows
 
