@@ -28,6 +28,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--markdown", action="store_true", help="Print a field reference in Markdown instead"
     )
     sub.add_parser("strategies", help="List the available strategies")
+    show = sub.add_parser("show", help="Print the exact window a strategy builds")
+    show.add_argument("scenario", type=Path, help="A scenario file")
+    show.add_argument("--id", help="Which scenario of the file (default: the first)")
+    show.add_argument("--strategy", default="full", help="A strategy or preset name")
+    show.add_argument(
+        "--turn", type=int, help="The model call at this message (1-based); default: the probe"
+    )
+    show.add_argument("--probe", help="Which probe (default: the first)")
+    show.add_argument("--model", default="ctxeval/oracle", help="For strategies that call one")
+    show.add_argument("--json", action="store_true", help="Print messages and tools as JSON")
     report = sub.add_parser("report", help="Render the HTML report from a results file")
     report.add_argument("results", type=Path)
     report.add_argument("-o", "--output", type=Path, default=Path("reports/ctxeval.html"))
@@ -49,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "validate": _validate,
         "schema": _schema,
         "strategies": _strategies,
+        "show": _show,
         "report": _report,
         "import": _import,
     }[args.command]
@@ -193,6 +204,33 @@ def _strategies(args: argparse.Namespace) -> int:
     for name, preset in sorted(presets.items()):
         kind = f"{preset.preset.kind}({shown(preset.preset.params)})"
         print(f"{name:<18} {kind}  {preset.description}  [{preset.path.name}]")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from .evaluate.inspect import render_window, window_at, window_json
+    from .scenario.errors import ScenarioError
+    from .scenario.loader import load_conversations
+    from .strategies.registry import UnknownStrategyError, resolve
+
+    try:
+        conversations = load_conversations(args.scenario, root=_include_root(args.scenario, None))
+        (spec,) = resolve(args.strategy, preset_dirs=[Path.cwd() / "strategies"])
+        conversation = next(c for c in conversations if args.id in (None, c.id))
+        window = window_at(conversation, spec, turn=args.turn, probe=args.probe, model=args.model)
+    except StopIteration:
+        ids = ", ".join(c.id for c in conversations)
+        print(
+            f"ctxeval show: no scenario {args.id!r} in {args.scenario}; ids: {ids}", file=sys.stderr
+        )
+        return 1
+    except (ScenarioError, UnknownStrategyError, ValueError) as exc:
+        print(f"ctxeval show: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(window_json(window), indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        print(render_window(window, args.model))
     return 0
 
 

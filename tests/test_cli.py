@@ -316,3 +316,47 @@ def test_the_docs_schema_reference_is_up_to_date(capsys: pytest.CaptureFixture[s
     reference = capsys.readouterr().out.replace("### ", "#### ").strip()
     docs = (Path(__file__).parent.parent / "docs" / "authoring.md").read_text(encoding="utf-8")
     assert reference in docs
+
+
+SHOW_SCENARIO = """
+    id: show-me
+    system: You help.
+    turns:
+      - user: "The code is ZEBRA-42. Remember it please, it matters a great deal to the whole
+          team, because without it nobody can open the server room on Monday morning, and the
+          movers arrive at eight with the new racks."
+      - assistant: Noted.
+      - user: Anything else?
+      - assistant: No.
+    probes:
+      - {id: code, user: "What is the code?", expect: {contains: ZEBRA-42}}
+"""
+
+
+def test_show_prints_the_window_a_strategy_builds_at_the_probe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    assert main(["show", str(path), "--strategy", "headtail"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("== 6 messages, ")
+    assert "[… " in out and 'retrieve_memory(id="m1")' in out  # the user message was cut
+    assert out.rstrip().splitlines()[-1].startswith("-- tool offered: ")
+    assert "What is the code?" in out  # the probe is the last message
+
+
+def test_show_at_a_turn_and_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    assert main(["show", str(path), "--strategy", "sliding", "--turn", "2", "--json"]) == 0
+    window = json.loads(capsys.readouterr().out)
+    # The call that produced message 2 sees the system prompt and message 1.
+    assert [m["role"] for m in window["messages"]] == ["system", "user"]
+    assert window["tools"] == []
+
+
+def test_show_rejects_an_unknown_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    assert main(["show", str(path), "--strategy", "nope"]) == 1
+    assert "unknown strategy 'nope'" in capsys.readouterr().err
