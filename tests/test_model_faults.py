@@ -377,3 +377,21 @@ def test_each_real_model_call_and_retry_is_logged_for_live_progress(
     assert any(
         "scenario 'scen', strategy 'headtail', probe 'p1'" in m and "prompt" in m for m in messages
     )
+
+
+def test_a_tool_call_turn_without_text_goes_out_with_empty_content(
+    openai_server: FakeOpenAIServer,
+) -> None:
+    # llama.cpp's chat templates fail with a 500 on `content: null`.
+    openai_server.script(reply("ok"))
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    client(openai_server).complete(
+        [
+            {"role": "user", "content": "read it"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "data"},
+        ]
+    )
+    (request,) = openai_server.chat_requests
+    sent = request.body["messages"]
+    assert sent[1]["content"] == "" and sent[1]["tool_calls"][0]["id"] == "c1"

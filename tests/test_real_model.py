@@ -44,6 +44,10 @@ turns:
   - assistant: Noted, the staging database uses port 5432.
   - user: The deploy window is Tuesday morning.
   - assistant: Noted, deploys happen on Tuesday morning.
+  # A bare tool turn: its synthesised assistant call has no text, which a
+  # llama.cpp chat template only accepts as "" (not null).
+  - tool: {name: run_tests, output: "14 passed in 0.82s"}
+  - assistant: All tests pass.
 probes:
   - {id: port, user: "Which port does the staging database use?", expect: {contains: "5432"}}
   - {id: deploy, user: "When is the deploy window?", expect: {contains: "Tuesday"}}

@@ -86,7 +86,7 @@ class ModelClient:
         litellm = get_litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": messages if self.model.startswith("ctxeval/") else _on_the_wire(messages),
             "temperature": self.temperature,
             "timeout": self.timeout_s,
         }
@@ -256,3 +256,10 @@ def _replayed(response: dict[str, Any]) -> Completion:
 
 def _describe(context: CallContext | None) -> str:
     return context.describe() if context is not None else "no scenario"
+
+
+def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`content: null` (an assistant turn that only calls tools) is valid
+    OpenAI, but some OpenAI-compatible servers' chat templates (llama.cpp)
+    fail on it with a 500; an empty string means the same everywhere."""
+    return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
