@@ -395,3 +395,15 @@ def test_a_tool_call_turn_without_text_goes_out_with_empty_content(
     (request,) = openai_server.chat_requests
     sent = request.body["messages"]
     assert sent[1]["content"] == "" and sent[1]["tool_calls"][0]["id"] == "c1"
+
+
+def test_a_missing_api_key_is_reported_at_once_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = ModelClient("openai/gpt-4o-mini", backoff_s=5.0)
+    started = time.perf_counter()
+    with pytest.raises(ModelError, match="api_key|credentials"):
+        model.complete(HI)
+    assert model.calls == 1
+    assert time.perf_counter() - started < 5.0  # no backoff wait

@@ -119,7 +119,10 @@ class ModelClient:
                 break
             except Exception as exc:  # litellm maps provider errors to its own types
                 name = type(exc).__name__
-                if name == "ContextWindowExceededError" or name not in RETRYABLE:
+                # A missing key comes back as a 500 from some providers: it
+                # will not get better by waiting.
+                missing_key = "Missing credentials" in str(exc) or "api_key" in str(exc)
+                if name == "ContextWindowExceededError" or name not in RETRYABLE or missing_key:
                     raise ModelError(f"{name}: {_first_line(exc)}") from exc
                 logger.warning(
                     "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
