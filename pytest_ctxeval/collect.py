@@ -28,6 +28,7 @@ class ProbeFailed(Exception):
 
 class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Collector]:
+        from .scenario.errors import ScenarioError
         from .scenario.loader import load_conversations
 
         session = self.config.stash[SESSION_KEY]
@@ -36,7 +37,13 @@ class ScenarioFile(pytest.File):
             (d for d in session.options.scenario_dirs if self.path.is_relative_to(d)),
             self.path.parent,
         )
-        conversations = load_conversations(self.path, display_path=self.display_path, root=root)
+        try:
+            conversations = load_conversations(self.path, display_path=self.display_path, root=root)
+        except ScenarioError:
+            # One bad file is reported, and the other scenarios still run:
+            # without this pytest would stop the whole run after collection.
+            self.config.option.continue_on_collection_errors = True
+            raise
         for conversation in conversations:
             yield ScenarioNode.from_parent(self, name=conversation.id, conversation=conversation)
 
@@ -51,9 +58,6 @@ class ScenarioFile(pytest.File):
         from .scenario.errors import ScenarioError
 
         if isinstance(excinfo.value, ScenarioError):
-            # One bad file is reported, and the other scenarios still run:
-            # without this pytest would stop the whole run after collection.
-            self.config.option.continue_on_collection_errors = True
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

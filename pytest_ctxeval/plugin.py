@@ -54,8 +54,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFi
         return None
     config = parent.config
     session = config.stash[SESSION_KEY]
-    if _in_dirs(file_path, session.options.scenario_dirs) or _named_on_command_line(
-        file_path, config
+    if _in_dirs(file_path, session.options.scenario_dirs) or file_path.resolve() in _named_files(
+        config
     ):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
@@ -70,13 +70,17 @@ def _in_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:
     return False
 
 
-def _named_on_command_line(path: Path, config: pytest.Config) -> bool:
-    base = config.invocation_params.dir
-    for arg in config.args:
-        candidate = (base / arg.split("::")[0]).resolve()
-        if candidate == path.resolve():
-            return True
-    return False
+_NAMED_FILES = pytest.StashKey[frozenset[Path]]()
+
+
+def _named_files(config: pytest.Config) -> frozenset[Path]:
+    """Files named on the command line, resolved once per run."""
+    if _NAMED_FILES not in config.stash:
+        base = config.invocation_params.dir
+        config.stash[_NAMED_FILES] = frozenset(
+            (base / arg.split("::")[0]).resolve() for arg in config.args
+        )
+    return config.stash[_NAMED_FILES]
 
 
 @pytest.hookimpl(trylast=True)

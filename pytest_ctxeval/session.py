@@ -34,7 +34,6 @@ class CtxSession:
     collected_scenarios: bool = False
     _evaluator: Evaluator | None = None
     _writer: ResultWriter | None = None
-    _model_checked: bool = False
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
     selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     batch_runs: bool = True
@@ -76,9 +75,6 @@ class CtxSession:
 
     def check_model(self) -> None:
         """An unknown model is a usage error, found before anything runs."""
-        if self._model_checked:
-            return
-        self._model_checked = True
         from .llm.models import describe_unknown_model
 
         problem = describe_unknown_model(self.options.model, self.options.api_base)

@@ -24,7 +24,6 @@ from ..llm.tokens import shared_prefix_tokens, window_tokens
 from ..results.record import ResultRecord
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
-from ..strategies.full import FullStrategy
 from ..strategies.registry import StrategySpec
 from .probe import ProbeAnswer, ask
 from .scoring import agreement, check_answer, classify
@@ -258,12 +257,9 @@ class Evaluator:
 
 
 def _full_window(conversation: Conversation, probe: ProbeCase, model: str) -> tuple[Window, int]:
-    full = FullStrategy()
-    for message in conversation.messages:
-        full.add(message)
-    full.add({"role": "user", "content": probe.question})
-    window = full.window()
-    return Window(window.messages), window_tokens(window.messages, None, model)
+    """The ground truth's request: every message of every chat, then the probe."""
+    messages = [*conversation.messages, {"role": "user", "content": probe.question}]
+    return Window(messages), window_tokens(messages, None, model)
 
 
 def _asker(

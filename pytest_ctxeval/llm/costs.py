@@ -97,8 +97,5 @@ def request_cost(
 
 def cache_savings_usd(model: str, shared_prefix_tokens: int, prompt_tokens: int) -> float:
     """How much less a request costs when its shared prefix is read from cache."""
-    prices = prices_for(model)
-    if prices is None:
-        return 0.0
-    cached = cached_tokens_for(model, shared_prefix_tokens, prompt_tokens)
-    return cached * max(prices.input - prices.cached_input, 0.0)
+    cost = request_cost(model, prompt_tokens, 0, shared_prefix_tokens)
+    return max(cost.cost_usd - cost.cached_cost_usd, 0.0)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..messages import content_text
 from .codegen import write_code
 from .text import idf_weights, sentences, terms
 
@@ -60,7 +61,7 @@ def respond(
     attention: Attention | None = None,
 ) -> Reply:
     question_at = _last_index(messages, "user")
-    question = _text(messages[question_at]) if question_at is not None else ""
+    question = content_text(messages[question_at]) if question_at is not None else ""
     context = [m for i, m in enumerate(messages) if i != question_at]
     if SUMMARY_REQUEST.match(question):
         return Reply(content=summarise(context + [{"role": "user", "content": question}]))
@@ -103,7 +104,7 @@ def summarise(messages: list[dict[str, Any]], max_sentences: int = 40) -> str:
     for message in messages:
         if message.get("role") == "system":
             continue
-        for sentence in sentences(_text(message)):
+        for sentence in sentences(content_text(message)):
             if SUMMARY_REQUEST.match(sentence) or _MARKER.search(sentence):
                 continue
             if _IDENTIFIER.search(sentence) or _INSTRUCTION.search(sentence):
@@ -120,7 +121,7 @@ def _candidates(context: list[dict[str, Any]]) -> list[_Candidate]:
     out: list[_Candidate] = []
     for message in context:
         role = message.get("role")
-        for sentence in sentences(_text(message)):
+        for sentence in sentences(content_text(message)):
             if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
                 continue
             sentence = _MARKER.sub(" ", sentence).strip()
@@ -212,13 +213,6 @@ def _last_index(messages: list[dict[str, Any]], role: str) -> int | None:
     return None
 
 
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""
-
-
 # Liu et al. 2023, "Lost in the Middle", GPT-3.5-Turbo, 20 documents: accuracy
 # with the answer at positions 1/5/10/15/20, against 88.3 % with only the
 # relevant document.  Attention probability = accuracy / 88.3.
@@ -249,4 +243,4 @@ def lost_in_middle_attention(seed: str) -> Attention:
 
 
 def echo(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(f"{m.get('role')}: {_text(m)}" for m in messages)
+    return "\n".join(f"{m.get('role')}: {content_text(m)}" for m in messages)

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+from ..messages import content_text
 from .text import sentences, terms
 
 MAX_ITEMS = 12
@@ -49,7 +50,10 @@ def fill_json(messages: list[dict[str, Any]], schema: dict[str, Any]) -> str:
 
 def fill(messages: list[dict[str, Any]], schema: dict[str, Any]) -> Any:
     found = (
-        _LEAD.sub("", s) for m in messages if m.get("role") != "system" for s in sentences(_text(m))
+        _LEAD.sub("", s)
+        for m in messages
+        if m.get("role") != "system"
+        for s in sentences(content_text(m))
     )
     lines = [line for line in found if line and not line.startswith("#")]  # headings: layout
     return _Filler(lines, schema.get("$defs") or {}).value(schema, "")
@@ -136,10 +140,3 @@ class _Filler:
 def _words(name: str, schema: dict[str, Any]) -> list[str]:
     text = f"{name.replace('_', ' ')} {schema.get('title', '')} {schema.get('description', '')}"
     return re.findall(r"[A-Za-z]+", text.lower())
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content or ""

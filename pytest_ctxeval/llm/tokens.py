@@ -7,6 +7,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from ..messages import content_text
 from ._litellm import get_litellm
 
 # OpenAI's chat format costs a few tokens per message and per reply.
@@ -32,10 +33,7 @@ def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
 
 
 def message_tokens(message: dict[str, Any], model: str = MOCK_TOKENIZER_MODEL) -> int:
-    content = message.get("content")
-    if isinstance(content, list):
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    tokens = PER_MESSAGE_OVERHEAD + count_text_tokens(content or "", model)
+    tokens = PER_MESSAGE_OVERHEAD + count_text_tokens(content_text(message), model)
     if message.get("tool_calls"):
         tokens += count_text_tokens(json.dumps(message["tool_calls"], sort_keys=True), model)
     return tokens
@@ -57,11 +55,17 @@ def shared_prefix_tokens(
 ) -> int:
     """Tokens of the leading messages two requests have in common: what a
     provider's prompt cache could reuse."""
-    shared = 0
-    for old, new in zip(previous, current, strict=False):
-        if old != new:
-            break
-        shared += message_tokens(new, model)
+    return sum(message_tokens(m, model) for m in current[: shared_prefix_length(previous, current)])
+
+
+def shared_prefix_length(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> int:
+    """How many leading messages two requests have in common (usually the
+    very same objects, so identity is checked first)."""
+    shared, limit = 0, min(len(previous), len(current))
+    while shared < limit and (
+        current[shared] is previous[shared] or current[shared] == previous[shared]
+    ):
+        shared += 1
     return shared
 
 
@@ -84,12 +88,7 @@ class PromptMeter:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> tuple[int, int]:
         """(prompt tokens, tokens of the message prefix shared with the previous request)."""
-        previous, shared = self._messages, 0
-        limit = min(len(previous), len(messages))
-        while shared < limit and (
-            messages[shared] is previous[shared] or messages[shared] == previous[shared]
-        ):
-            shared += 1
+        shared = shared_prefix_length(self._messages, messages)
         cumulative = self._cumulative[: shared + 1]
         running = cumulative[-1]
         for message in messages[shared:]:

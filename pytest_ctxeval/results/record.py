@@ -59,6 +59,3 @@ class ResultRecord(BaseModel):
     memory_retrievals: int = 0
     error: str | None = None
     budget: int | None = None
-
-    def to_json(self) -> str:
-        return self.model_dump_json()

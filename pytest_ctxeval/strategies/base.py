@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-Message = dict[str, Any]
+from ..messages import Message, content_text
+
 ToolHandler = Callable[[str, dict[str, Any]], str]
 
 
@@ -130,17 +131,6 @@ def split_system(messages: list[Message]) -> tuple[list[Message], list[Message]]
     while i < len(messages) and messages[i].get("role") == "system":
         i += 1
     return messages[:i], messages[i:]
-
-
-def content_text(message: Message) -> str:
-    """The text of a message; OpenAI content parts are joined."""
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = [p.get("text", "") for p in content if isinstance(p, dict)]
-    return "".join(parts)
 
 
 def tool_call_ids(message: Message) -> list[str]:

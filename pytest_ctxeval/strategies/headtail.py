@@ -155,23 +155,6 @@ class HeadTailStrategy(BaseStrategy):
         return entry.id
 
 
-def superseded_results(history: list[Message]) -> dict[int, str]:
-    """Index -> replacement text for every tool result a later identical call repeats."""
-    calls: dict[Any, tuple[str, str]] = {}
-    results: list[tuple[int, tuple[str, str]]] = []
-    latest: dict[tuple[str, str], int] = {}
-    for index, message in enumerate(history):
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            name, arguments = function.get("name", ""), function.get("arguments", "")
-            calls[call.get("id")] = (str(name), str(arguments))
-        key = calls.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
-        if key is not None:
-            results.append((index, key))
-            latest[key] = index
-    return {index: SUPERSEDED.format(name=key[0]) for index, key in results if latest[key] != index}
-
-
 def retrieve_tool(description: str) -> dict[str, Any]:
     """The ``retrieve_memory`` tool in OpenAI function-calling format."""
     return {
