@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inline_scenarios import PATH, only_error, parse_inline
 
 from pytest_ctxeval.evaluate.code_checks import check_python, imported_modules
 from pytest_ctxeval.evaluate.scoring import check_answer
@@ -20,7 +22,12 @@ from pytest_ctxeval.llm.oracle import respond
 from pytest_ctxeval.llm.tokens import count_text_tokens
 from pytest_ctxeval.scenario.build import Conversation
 from pytest_ctxeval.scenario.errors import ScenarioError
-from pytest_ctxeval.scenario.generators import GenerateSpec, generate_text, generate_turns
+from pytest_ctxeval.scenario.generators import (
+    GenerateSpec,
+    GeneratorKind,
+    generate_text,
+    generate_turns,
+)
 from pytest_ctxeval.scenario.loader import load_conversations, parse_conversations
 from pytest_ctxeval.scenario.schema import Expectation, PythonCheck
 from pytest_ctxeval.strategies.base import BaseStrategy, Window
@@ -28,26 +35,16 @@ from pytest_ctxeval.strategies.full import FullStrategy
 from pytest_ctxeval.strategies.headtail import HeadTailStrategy
 from pytest_ctxeval.strategies.sliding import SlidingStrategy
 
-PATH = "scenarios/s.yaml"
 MODEL = "ctxeval/oracle"
 
 
-def load(text: str, path: str = PATH) -> list[Conversation]:
-    return parse_conversations(textwrap.dedent(text).lstrip("\n"), path)
+load = parse_inline
+error = only_error
 
 
 def load_one(text: str) -> Conversation:
     (conversation,) = load(text)
     return conversation
-
-
-def error(text: str) -> str:
-    """The one problem a broken scenario gives, as printed."""
-    with pytest.raises(ScenarioError) as info:
-        load(text)
-    problems = info.value.problems
-    assert len(problems) == 1, [str(p) for p in problems]
-    return str(problems[0])
 
 
 def write(base: Path, relpath: str, text: str) -> Path:
@@ -766,19 +763,7 @@ def test_the_oracle_reads_a_rule_that_ends_with_a_full_stop(rule, task, imported
 
 # -- 9. generators ---------------------------------------------------------------------------
 
-KINDS = (
-    "chitchat",
-    "coding_session",
-    "json_rows",
-    "json_api",
-    "spans",
-    "log_lines",
-    "file_read",
-    "test_run",
-    "shell",
-    "lint",
-    "prose",
-)
+KINDS = typing.get_args(GeneratorKind)  # chitchat and coding_session first
 TEXT_KINDS = KINDS[2:]
 JSON_KINDS = ("json_rows", "json_api", "spans")
 

@@ -4,25 +4,20 @@ needles and constraints, tool calls, generators."""
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
 import pytest
+from inline_scenarios import PATH, only_error, parse_inline
 
 from pytest_ctxeval.scenario.build import Conversation
 from pytest_ctxeval.scenario.errors import ScenarioError
-from pytest_ctxeval.scenario.loader import parse_conversations
 
-PATH = "scenarios/s.yaml"
 PROBE = 'probes:\n  - {id: p, user: "What now?"}\n'
 
 
 def load(text: str) -> list[Conversation]:
     """Parse a scenario written inline; one without probes gets a default probe."""
-    text = textwrap.dedent(text).lstrip("\n")
-    if "probes:" not in text:
-        text += PROBE
-    return parse_conversations(text, PATH)
+    return parse_inline(text, default_probes=PROBE)
 
 
 def load_one(text: str) -> Conversation:
@@ -31,12 +26,7 @@ def load_one(text: str) -> Conversation:
 
 
 def error(text: str) -> str:
-    """The one error a broken scenario gives, as printed."""
-    with pytest.raises(ScenarioError) as info:
-        load(text)
-    problems = info.value.problems
-    assert len(problems) == 1, [str(p) for p in problems]
-    return str(problems[0])
+    return only_error(text, default_probes=PROBE)
 
 
 def session(conversation: Conversation) -> list[dict[str, Any]]:
