@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from .scenario.errors import ScenarioError
+    from .scenario.errors import ScenarioError, ScenarioWarning
     from .scenario.loader import load_scenarios
 
     files: list[tuple[Path, Path]] = []  # (file, the root its includes must stay in)
@@ -84,14 +85,41 @@ def _validate(args: argparse.Namespace) -> int:
             files.append((path, _include_root(path, args.root)))
     bad = 0
     for file, root in files:
-        try:
-            scenarios = load_scenarios(file, root=root)
-        except ScenarioError as exc:
-            bad += 1
-            print(exc, file=sys.stderr)
-        else:
-            print(f"{file}: ok ({len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''})")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ScenarioWarning)
+            try:
+                scenarios = load_scenarios(file, root=root)
+            except ScenarioError as exc:
+                bad += 1
+                print(exc, file=sys.stderr)
+                scenarios = None
+        notes = _scenario_warnings(caught)
+        for note in notes:
+            print(note, file=sys.stderr)
+        if scenarios is not None:
+            counted = f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}"
+            if notes:
+                counted += f", {len(notes)} warning{'s' if len(notes) != 1 else ''}"
+            print(f"{file}: ok ({counted})")
     return 1 if bad else 0
+
+
+def _scenario_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    """ScenarioWarnings as "file:line:col: warning: ..."; any other warning
+    is shown as Python would have shown it."""
+    from .scenario.errors import ScenarioWarning
+
+    notes = []
+    for record in caught:
+        message = record.message
+        if not isinstance(message, ScenarioWarning):
+            warnings.showwarning(message, record.category, record.filename, record.lineno)
+        elif message.problem is not None:
+            p = message.problem
+            notes.append(f"{p.path}:{p.line}:{p.column}: warning: {p.message}")
+        else:
+            notes.append(f"warning: {message}")
+    return notes
 
 
 def _include_root(file: Path, root: Path | None) -> Path:

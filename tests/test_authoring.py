@@ -595,7 +595,8 @@ def test_a_needle_with_role_tool_lands_inside_the_nearest_tool_output():
           - user: "{LONG_USER}"
           - tool: {{name: logs, output: "far one\\nfar two"}}
         needles:
-          - {{id: n, depth: 0.05, role: tool, text: "TOKEN = tok-4471", question: q, answer: x}}
+          - {{id: n, depth: 0.05, role: tool, text: "TOKEN = tok-4471", question: q,
+             answer: tok-4471}}
         probes: [{{id: n, needle: n}}]
         """
     )

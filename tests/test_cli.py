@@ -104,6 +104,28 @@ def test_validate_skips_what_the_plugin_does_not_collect(tmp_path, capsys, fragm
     assert (code, out, err) == (0, f"{good}: ok (1 scenario)\n", "")
 
 
+def test_validate_prints_a_warning_and_still_exits_0(tmp_path, capsys):
+    path = write(
+        tmp_path,
+        "leak.yaml",
+        """
+        id: leak
+        turns:
+          - user: The staging database listens on port 5433.
+        probes:
+          - {id: ok, user: "Which port does staging use?", expect: {contains: "5433"}}
+          - {id: leak, user: "Is it port 5433?", expect: {contains: "5433"}}
+        """,
+    )
+    code, out, err = run(capsys, "validate", str(path))
+    assert code == 0
+    assert out == f"{path}: ok (1 scenario, 1 warning)\n"
+    assert err == (
+        f"{path}:6:5: warning: probe 'leak': contains '5433' already occurs in the question "
+        "'Is it port 5433?'; a model that merely repeats the question passes this check\n"
+    )
+
+
 def release_in_a_subfolder(root: Path) -> Path:
     write(root, "_shared/system.txt", "You are the release assistant.\n")
     return write(

@@ -4,13 +4,14 @@ needles and constraints, tool calls, generators."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
 from inline_scenarios import PATH, only_error, parse_inline
 
 from pytest_ctxeval.scenario.build import Conversation
-from pytest_ctxeval.scenario.errors import ScenarioError
+from pytest_ctxeval.scenario.errors import ScenarioError, ScenarioWarning
 
 PROBE = 'probes:\n  - {id: p, user: "What now?"}\n'
 
@@ -220,6 +221,292 @@ def test_several_problems_in_one_file_are_all_reported_in_line_order():
         )
     lines = [p.line for p in info.value.problems]
     assert lines == [3, 5]
+
+
+# -- nothing vacuous passes ------------------------------------------------------------------
+
+BLANK = "is empty once whitespace and end punctuation are ignored; expected the text to look for"
+
+
+@pytest.mark.parametrize(
+    "expect, at, message",
+    [
+        ('{contains: ""}', '""', f"probes[0].expect.contains: '' {BLANK}"),
+        ('{contains: "   "}', '"', f"probes[0].expect.contains: '   ' {BLANK}"),
+        ('{contains: "."}', '"', f"probes[0].expect.contains: '.' {BLANK}"),
+        (
+            "{equals: '\"\"'}",
+            "'",
+            "probes[0].expect.equals: '\"\"' is empty once whitespace, end punctuation and "
+            "quotes are ignored; expected the text to look for",
+        ),
+        (
+            '{regex: ""}',
+            '"',
+            "probes[0].expect.regex: empty pattern; expected a regular expression",
+        ),
+        (
+            '{regex: ".*"}',
+            '"',
+            "probes[0].expect.regex: /.*/ matches even an empty answer; expected a pattern "
+            "that needs some text to match",
+        ),
+        (
+            '{not_regex: ""}',
+            '"',
+            "probes[0].expect.not_regex: empty pattern; expected a regular expression",
+        ),
+        (
+            "{contains_any: []}",
+            "[",
+            "probes[0].expect.contains_any: empty list; expected at least one string",
+        ),
+        (
+            "{contains_all: []}",
+            "[",
+            "probes[0].expect.contains_all: empty list; expected at least one string",
+        ),
+        (
+            "{not_contains: []}",
+            "[",
+            "probes[0].expect.not_contains: empty list; expected at least one string",
+        ),
+        ('{not_contains: ""}', '"', f"probes[0].expect.not_contains: '' {BLANK}"),
+        ('{contains_any: [peanut, " "]}', '" "', f"probes[0].expect.contains_any[1]: ' ' {BLANK}"),
+        ('{contains_all: ["", peanut]}', '""', f"probes[0].expect.contains_all[0]: '' {BLANK}"),
+    ],
+)
+def test_a_vacuous_expectation_is_an_error_at_its_value(expect, at, message):
+    # The error points at the offending value: the first ``at`` in the line.
+    line = f"    expect: {expect}"
+    where = f"7:{line.index(at) + 1}"
+    text = f"""
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - id: p
+            user: What now?
+            expect: {expect}
+        """
+    assert error(text) == f"{PATH}:{where}: {message}"
+
+
+def test_a_blank_pattern_is_a_real_check():
+    # "Use tabs" / "no tabs": whitespace is what these patterns look for.
+    (probe,) = load_one(
+        """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - {id: p, user: "What now?", expect: {regex: "\\t", not_regex: "  $"}}
+        """
+    ).probes
+    assert probe.expect is not None
+    assert (probe.expect.regex, probe.expect.not_regex) == ("\t", "  $")
+
+
+NEEDLE_TEXT = "For the record, the timeout is 150 ms and the vault code is 7-3-9-1."
+
+
+@pytest.mark.parametrize(
+    "answer, at, where, which",
+    [
+        ('"15"', "8:13", "needles[0].answer", "'15'"),
+        ('["7-3-9-1", "7391"]', "8:25", "needles[0].answer[1]", "'7391'"),
+    ],
+)
+def test_a_needle_answer_that_its_text_does_not_state_is_an_error(answer, at, where, which):
+    found = error(
+        f"""
+        id: s
+        turns:
+          - user: hi
+        needles:
+          - id: n
+            turn: 1
+            text: "{NEEDLE_TEXT}"
+            answer: {answer}
+        """
+    )
+    assert found == (
+        f"{PATH}:{at}: {where}: answer {which} does not occur in the needle's text "
+        f"{NEEDLE_TEXT!r}; expected an answer the text states, so a model that quotes it passes"
+    )
+
+
+def test_a_needle_answer_is_found_in_its_text_as_answers_are_checked():
+    # Case, thousands separators and end punctuation do not matter.
+    load_one(
+        """
+        id: s
+        turns:
+          - user: hi
+        needles:
+          - {id: n, turn: 1, text: "The VAULT holds 5,000 coins.", answer: [vault, "5000."]}
+        """
+    )
+
+
+def test_a_needle_with_no_answers_is_an_error():
+    text = """
+        id: s
+        turns:
+          - user: hi
+        needles:
+          - {id: n, turn: 1, text: x, answer: []}
+        """
+    assert (
+        error(text) == f"{PATH}:5:39: needles[0].answer: empty list; expected at least one answer"
+    )
+
+
+def scenario_warnings(text: str) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        load(text)
+    assert all(w.category is ScenarioWarning for w in caught), [str(w.message) for w in caught]
+    return [str(w.message) for w in caught]
+
+
+REPEATS = "a model that merely repeats the question passes this check"
+
+
+def test_an_expected_string_in_the_probes_own_question_is_a_warning_at_the_probe():
+    found = scenario_warnings(
+        """
+        id: s
+        turns:
+          - user: The staging database listens on port 5,433.
+        probes:
+          - {id: ok, user: "Which port does staging use?", expect: {contains: "5433"}}
+          - id: leak
+            user: Is the staging port 5433 or 5432?
+            expect: {contains_any: ["6543", "5,433"], contains_all: [staging, port]}
+        """
+    )
+    question = "'Is the staging port 5433 or 5432?'"
+    assert found == [
+        f"{PATH}:6:5: probe 'leak': contains_any '5,433' already occurs in the question "
+        f"{question}; {REPEATS}",
+        f"{PATH}:6:5: probe 'leak': contains_all 'staging' already occurs in the question "
+        f"{question}; {REPEATS}",
+        f"{PATH}:6:5: probe 'leak': contains_all 'port' already occurs in the question "
+        f"{question}; {REPEATS}",
+    ]
+
+
+def test_a_needle_question_that_contains_its_answer_is_a_warning():
+    found = scenario_warnings(
+        """
+        id: s
+        turns:
+          - user: hi
+        needles:
+          - {id: n, turn: 1, text: "My locker is 4417.", question: "Is it 4417?", answer: "4417"}
+        probes:
+          - {id: locker, needle: n}
+        """
+    )
+    assert found == [
+        f"{PATH}:7:5: probe 'locker': needle 'n' answer '4417' already occurs in the question "
+        f"'Is it 4417?'; {REPEATS}"
+    ]
+
+
+def test_a_constraint_check_the_question_meets_is_a_warning():
+    found = scenario_warnings(
+        """
+        id: s
+        turns:
+          - user: hi
+        constraints:
+          - {id: lib, text: "Always use urllib3.", check: {contains: urllib3}}
+        probes:
+          - {id: http, constraint: lib, user: Fetch a URL with urllib3.}
+        """
+    )
+    assert found == [
+        f"{PATH}:7:5: probe 'http': constraint 'lib' check contains 'urllib3' already occurs in "
+        f"the question 'Fetch a URL with urllib3.'; {REPEATS}"
+    ]
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [
+        '{contains: "15"}',  # only as part of 150
+        "{contains: Osprey, case_sensitive: true}",
+        "{not_contains: staging}",  # only what a correct answer must contain counts
+        "{regex: staging}",
+    ],
+)
+def test_no_warning_when_the_question_does_not_give_the_answer_away(expect):
+    text = f"""
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - {{id: p, user: "Is the staging osprey timeout 150 ms?", expect: {expect}}}
+        """
+    assert scenario_warnings(text) == []
+
+
+def test_a_matrix_warns_once_for_a_probe_it_repeats():
+    found = scenario_warnings(
+        """
+        id: s
+        matrix: {turns: [1, 2, 3]}
+        turns:
+          - generate: {kind: chitchat, turns: "{{ turns }}", seed: 1}
+        probes:
+          - {id: p, user: "Is it teal?", expect: {contains: teal}}
+        """
+    )
+    assert len(found) == 1
+
+
+def test_a_warning_made_an_error_is_reported_like_any_problem():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ScenarioWarning)
+        found = error(
+            """
+            id: s
+            turns:
+              - user: hi
+            probes:
+              - {id: p, user: "Is it teal?", expect: {contains: teal}}
+            """
+        )
+    assert found == (
+        f"{PATH}:5:5: probe 'p': contains 'teal' already occurs in the question 'Is it teal?'; "
+        f"{REPEATS}"
+    )
+
+
+def test_pytest_lists_the_warning_in_its_summary_and_still_runs_the_probe(ctx):
+    ctx.scenario(
+        "leak",
+        """
+        id: leak
+        turns:
+          - user: My favourite colour is teal.
+          - assistant: Noted.
+        probes:
+          - {id: colour, user: "Is my favourite colour teal?", expect: {contains: teal}}
+        """,
+    )
+    result = ctx.run("--ctx-strategy=full")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "*warnings summary*",
+            "*scenarios/leak.yaml:6: ScenarioWarning: scenarios/leak.yaml:6:5: probe 'colour': "
+            "contains 'teal' already occurs in the question*",
+            "*1 passed, 1 warning*",
+        ]
+    )
 
 
 # -- planting -------------------------------------------------------------------------------

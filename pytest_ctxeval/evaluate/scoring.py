@@ -1,66 +1,101 @@
-"""Expectations -> verdict; strategy vs. full-context verdicts -> classification."""
+"""Expectations -> verdict; strategy vs. full-context verdicts -> classification;
+agreement of two answers when a probe has no expectation."""
 
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+import string
+import unicodedata
+from collections import Counter
 
 from ..scenario.schema import Expectation
 from .code_checks import check_python
+from .matching import normalise_text, occurs, same_answer
 
 
 def check_answer(answer: str | None, expect: Expectation) -> list[str]:
-    """The checks the answer fails, each as a readable sentence; [] is a pass."""
+    """The checks the answer fails, each as a readable sentence; [] is a pass.
+    Text checks match as words (see ``matching``); regexes see the raw answer."""
     text = answer or ""
     flags = 0 if expect.case_sensitive else re.IGNORECASE
 
-    def norm(s: str) -> str:
-        return s if expect.case_sensitive else s.casefold()
+    def found(s: str) -> bool:
+        return occurs(s, text, expect.case_sensitive)
 
-    haystack = norm(text)
     failed: list[str] = []
-    if expect.contains is not None and norm(expect.contains) not in haystack:
+    if expect.contains is not None and not found(expect.contains):
         failed.append(f"contains {expect.contains!r}")
-    if expect.contains_any and not any(norm(s) in haystack for s in expect.contains_any):
+    if expect.contains_any and not any(found(s) for s in expect.contains_any):
         failed.append(f"contains any of {expect.contains_any!r}")
     if expect.contains_all:
-        missing = [s for s in expect.contains_all if norm(s) not in haystack]
+        missing = [s for s in expect.contains_all if not found(s)]
         if missing:
             failed.append(f"contains all of {expect.contains_all!r} (missing {missing!r})")
     if expect.not_contains is not None:
         banned = (
             [expect.not_contains] if isinstance(expect.not_contains, str) else expect.not_contains
         )
-        present = [s for s in banned if norm(s) in haystack]
+        present = [s for s in banned if found(s)]
         if present:
             failed.append(f"does not contain {present!r}")
     if expect.regex is not None and not re.search(expect.regex, text, flags):
         failed.append(f"matches /{expect.regex}/")
     if expect.not_regex is not None and re.search(expect.not_regex, text, flags):
         failed.append(f"does not match /{expect.not_regex}/")
-    if expect.equals is not None and normalise(text, expect.case_sensitive) != normalise(
-        expect.equals, expect.case_sensitive
-    ):
+    if expect.equals is not None and not same_answer(text, expect.equals, expect.case_sensitive):
         failed.append(f"equals {expect.equals!r}")
     if expect.python is not None:
         failed.extend(check_python(text, expect.python))
     return failed
 
 
-def normalise(text: str, case_sensitive: bool = False) -> str:
-    collapsed = " ".join(text.split()).strip(" .!")
-    return collapsed if case_sensitive else collapsed.casefold()
+# A role label a strategy or model puts before the answer: "[assistant] ...",
+# "Assistant: ...", "**assistant:** ...".
+_SPEAKER = re.compile(
+    r"^\s*(?:\[\s*(?:assistant|user|system|tool|ai|bot|model)\b[^\]]*\]\s*:?"
+    r"|\**(?:assistant|user|system|ai|bot|model)\s*:\**)\s*",
+    re.IGNORECASE,
+)
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def normalise_answer(text: str) -> str:
+    """An answer as QA benchmarks compare them (SQuAD, LoCoMo): no speaker
+    label, lower case, thousands separators, punctuation and articles gone,
+    single spaces."""
+    while (label := _SPEAKER.match(text)) and label.end() > 0:
+        text = text[label.end() :]
+    lowered = normalise_text(text)
+    # Deleted, not replaced by a space, as SQuAD does: "5433." = "5433", "don't" = "dont".
+    no_punctuation = "".join(c for c in lowered if not _is_punctuation(c))
+    return " ".join(_ARTICLES.sub(" ", no_punctuation).split())
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """F1 of the overlap of normalised tokens, in 0..1; two answers that are
+    both empty after normalisation agree fully."""
+    predicted = normalise_answer(prediction).split()
+    expected = normalise_answer(reference).split()
+    if not predicted or not expected:
+        return 1.0 if predicted == expected else 0.0
+    same = sum((Counter(predicted) & Counter(expected)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(expected)
+    return 2 * precision * recall / (precision + recall)
 
 
 def agreement(answer: str | None, reference: str | None) -> float:
-    """Similarity of two answers in 0..1 after normalisation."""
-    a, b = normalise(answer or ""), normalise(reference or "")
-    if a == b:
-        return 1.0
-    return SequenceMatcher(None, a, b, autojunk=False).ratio()
+    """How far the strategy's answer agrees with the full-context answer, in
+    0..1: token F1, 1.0 for answers equal after normalisation."""
+    return token_f1(answer or "", reference or "")
 
 
 def classify(strategy_passed: bool, full_passed: bool) -> str:
     if strategy_passed:
         return "ok" if full_passed else "rescued"
     return "context_loss" if full_passed else "model_miss"
+
+
+def _is_punctuation(char: str) -> bool:
+    return char in string.punctuation or unicodedata.category(char).startswith("P")

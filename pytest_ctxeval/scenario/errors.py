@@ -26,3 +26,20 @@ class ScenarioError(Exception):
     @classmethod
     def at(cls, path: str, line: int, column: int, message: str) -> ScenarioError:
         return cls([Problem(path, line, column, message)])
+
+
+class ScenarioWarning(UserWarning):
+    """A scenario that loads but may not test what its author meant, e.g. an
+    expectation the probe's own question already meets.  pytest lists these
+    in its warnings summary; ``-W error::pytest_ctxeval.scenario.errors.ScenarioWarning``
+    makes them errors."""
+
+    def __init__(self, message: str, problem: Problem | None = None) -> None:
+        super().__init__(message)
+        # Where and what, for printing as "file:line:col: warning: ..."; None
+        # when the warning was rebuilt from its message (pytest-xdist does that).
+        self.problem = problem
+
+    @classmethod
+    def of(cls, problem: Problem) -> ScenarioWarning:
+        return cls(str(problem), problem)

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import types
 import typing
+import warnings
 from pathlib import Path
 from typing import Any, Union
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..evaluate.matching import occurs
 from .build import BuildProblem, Conversation, build_conversation
-from .errors import Problem, ScenarioError
-from .schema import TURN_KINDS, Scenario
+from .errors import Problem, ScenarioError, ScenarioWarning
+from .schema import TURN_KINDS, Expectation, Scenario
 from .templating import TemplateProblem, expand_matrix, matrix_suffix, render_tree
 from .yamlsource import find_node, parse_yaml, position
 
@@ -52,11 +54,11 @@ def parse_conversations(
     text: str, path: str, *, base_dir: Path | None = None, root: Path | None = None
 ) -> list[Conversation]:
     base_dir = base_dir or Path.cwd()
-    root, data = parse_yaml(text, path, base_dir=base_dir, root=root or base_dir)
+    tree, data = parse_yaml(text, path, base_dir=base_dir, root=root or base_dir)
     if isinstance(data, dict) and set(data) == {"scenarios"}:
         items = data["scenarios"]
         if not isinstance(items, list):
-            line, col = position(root, ("scenarios",))
+            line, col = position(tree, ("scenarios",))
             raise ScenarioError.at(path, line, col, "'scenarios' must be a list of scenarios")
         entries: list[tuple[Any, Loc]] = [(item, ("scenarios", i)) for i, item in enumerate(items)]
     elif isinstance(data, dict):
@@ -67,14 +69,21 @@ def parse_conversations(
         raise ScenarioError.at(path, 1, 1, "expected a scenario mapping (id, turns, probes, ...)")
     built: list[Conversation] = []
     problems: list[Problem] = []
+    notes: list[Problem] = []  # become ScenarioWarnings
     for item, prefix in entries:
         try:
-            built.extend(_build_entry(item, prefix, root, path))
+            conversations = _build_entry(item, prefix, tree, path)
         except ValidationError as exc:
-            problems.extend(_problems(exc, root, prefix, path))
+            problems.extend(_problems(exc, tree, prefix, path))
         except (BuildProblem, TemplateProblem) as exc:
-            line, col = position(root, (*prefix, *exc.loc))
+            line, col = position(tree, (*prefix, *exc.loc))
             problems.append(Problem(path, line, col, str(exc)))
+        else:
+            built.extend(conversations)
+            for conversation in conversations:
+                notes.extend(_given_away(conversation, tree, prefix, path))
+    # A matrix repeats a probe once per combination: one warning is enough.
+    problems.extend(_warn(list(dict.fromkeys(notes))))
     if problems:
         raise ScenarioError(sorted(set(problems), key=lambda p: (p.line, p.column, p.message)))
     ids = [c.id for c in built]
@@ -106,6 +115,57 @@ def _build_entry(item: Any, prefix: Loc, root: yaml.Node, path: str) -> list[Con
             conversation.probe_lines[probe.id] = position(root, (*prefix, "probes", i))[0]
         out.append(conversation)
     return out
+
+
+def _given_away(
+    conversation: Conversation, root: yaml.Node, prefix: Loc, path: str
+) -> list[Problem]:
+    """Expected strings the probe's question already contains: a model that
+    merely repeats the question passes such a check."""
+    notes = []
+    for i, probe in enumerate(conversation.probes):
+        expected: list[tuple[str, str, bool]] = []  # (what, string, case-sensitive)
+        if probe.needle is not None and conversation.scenario.probes[i].expect is None:
+            answers = probe.expect.contains_any if probe.expect else None
+            expected += [(f"needle {probe.needle!r} answer", s, False) for s in answers or []]
+        else:
+            expected += _expected_strings("", probe.expect)
+        if probe.constraint_check is not None:
+            owner = f"constraint {probe.constraint!r} check "
+            expected += _expected_strings(owner, probe.constraint_check)
+        line, col = position(root, (*prefix, "probes", i))
+        for what, text, case_sensitive in expected:
+            if occurs(text, probe.question, case_sensitive):
+                message = (
+                    f"probe {probe.id!r}: {what} {text!r} already occurs in the question "
+                    f"{probe.question!r}; a model that merely repeats the question passes "
+                    "this check"
+                )
+                notes.append(Problem(path, line, col, message))
+    return notes
+
+
+def _expected_strings(owner: str, expect: Expectation | None) -> list[tuple[str, str, bool]]:
+    """(owner + key, string, case-sensitive) for every string an answer must contain."""
+    if expect is None:
+        return []
+    found = [("contains", expect.contains), ("equals", expect.equals)]
+    found += [("contains_any", s) for s in expect.contains_any or []]
+    found += [("contains_all", s) for s in expect.contains_all or []]
+    return [(owner + key, s, expect.case_sensitive) for key, s in found if s is not None]
+
+
+def _warn(notes: list[Problem]) -> list[Problem]:
+    """Issue each note as a ScenarioWarning at its file and line; return the
+    ones the warning filters turned into errors (``-W error``), so they are
+    reported like any other problem instead of as a traceback."""
+    errors = []
+    for note in notes:
+        try:
+            warnings.warn_explicit(ScenarioWarning.of(note), ScenarioWarning, note.path, note.line)
+        except ScenarioWarning:
+            errors.append(note)
+    return errors
 
 
 def _problems(exc: ValidationError, root: yaml.Node, prefix: Loc, path: str) -> list[Problem]:

@@ -1,4 +1,4 @@
-"""Scenario format v1 as pydantic models (DESIGN section 6).
+"""Scenario format v1 as pydantic models.
 
 Unknown keys are errors everywhere (``extra="forbid"``), so a typo in a
 scenario is reported instead of silently ignored.
@@ -15,10 +15,12 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from ..evaluate.matching import normalise_expected, occurs
 from .generators import GenerateSpec
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -126,28 +128,58 @@ class Session(Strict):
 class Expectation(Strict):
     """Checks on an answer; case-insensitive unless ``case_sensitive``."""
 
-    contains: str | None = Field(default=None, description="the answer contains this")
+    contains: str | None = Field(
+        default=None, description="the answer contains this, as words (15 is not in 150)"
+    )
     contains_any: list[str] | None = Field(default=None, description="at least one of these")
     contains_all: list[str] | None = Field(default=None, description="every one of these")
     not_contains: str | list[str] | None = Field(default=None, description="none of these")
     regex: str | None = Field(default=None, description="re.search matches the answer")
     not_regex: str | None = Field(default=None, description="re.search does not match")
     equals: str | None = Field(
-        default=None, description="equal after whitespace and end punctuation are normalised"
+        default=None,
+        description="equal but for case, whitespace, thousands separators, end punctuation "
+        "and surrounding quotes",
     )
     python: PythonCheck | None = Field(
         default=None, description="checks on the Python code in the answer"
     )
     case_sensitive: bool = Field(default=False, description="text checks respect case")
 
+    @field_validator("contains", "equals")
+    @classmethod
+    def _has_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            _require_text(value, quotes=info.field_name == "equals")
+        return value
+
+    @field_validator("contains_any", "contains_all", "not_contains")
+    @classmethod
+    def _each_has_text(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, str):
+            _require_text(value)
+        elif value is not None:
+            _require_texts(value, "string")
+        return value
+
     @field_validator("regex", "not_regex")
     @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression: {exc}") from None
+    def _compiles(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        if not value:
+            # re.search("") matches everything: regex would pass, not_regex fail, every answer.
+            # (A blank pattern is a real check: "\t" finds tab indentation.)
+            raise ValueError("empty pattern; expected a regular expression")
+        try:
+            pattern = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression: {exc}") from None
+        if info.field_name == "regex" and pattern.search("") is not None:
+            raise ValueError(
+                f"/{value}/ matches even an empty answer; expected a pattern that needs "
+                "some text to match"
+            )
         return value
 
     @model_validator(mode="after")
@@ -178,10 +210,35 @@ class Needle(Strict):
         default=None, description="with depth: plant in the nearest message of this role"
     )
 
+    @field_validator("answer")
+    @classmethod
+    def _answer_has_text(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, str):
+            _require_text(value)
+        elif value is not None:
+            _require_texts(value, "answer")
+        return value
+
     @model_validator(mode="after")
     def _one_place(self) -> Needle:
         if (self.depth is None) == (self.turn is None):
             raise ValueError("a needle needs exactly one of 'depth' (0..1) or 'turn' (1-based)")
+        return self
+
+    @model_validator(mode="after")
+    def _answers_in_text(self) -> Needle:
+        # Matched as an answer is checked: a model that quotes the needle passes.
+        answers = [self.answer] if isinstance(self.answer, str) else self.answer or []
+        for i, answer in enumerate(answers):
+            if not occurs(answer, self.text):
+                where: tuple[str | int, ...] = (
+                    ("answer",) if isinstance(self.answer, str) else ("answer", i)
+                )
+                raise LocatedValueError(
+                    where,
+                    f"answer {answer!r} does not occur in the needle's text {_quoted(self.text)}; "
+                    "expected an answer the text states, so a model that quotes it passes",
+                )
         return self
 
 
@@ -316,6 +373,32 @@ class Scenario(Strict):
                     f"known constraints: {', '.join(sorted(constraints)) or 'none'}",
                 )
         return self
+
+
+def _require_text(value: str, *, quotes: bool = False) -> None:
+    """Something to look for once the answer's normalisation is applied: an
+    empty string is in every answer, so the check would pass vacuously."""
+    if not normalise_expected(value, quotes=quotes):
+        ignored = (
+            "whitespace, end punctuation and quotes" if quotes else "whitespace and end punctuation"
+        )
+        raise ValueError(
+            f"{value!r} is empty once {ignored} are ignored; expected the text to look for"
+        )
+
+
+def _require_texts(values: list[str], what: str) -> None:
+    if not values:
+        raise ValueError(f"empty list; expected at least one {what}")
+    for i, value in enumerate(values):
+        try:
+            _require_text(value)
+        except ValueError as exc:
+            raise LocatedValueError((i,), str(exc)) from None
+
+
+def _quoted(text: str, limit: int = 160) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "\u2026")
 
 
 class ScenarioFile(Strict):
