@@ -6,6 +6,9 @@ import copy
 import dataclasses
 import json
 import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +16,11 @@ from pytest_ctxeval.strategies.base import BaseStrategy, ContextStrategy, Messag
 from pytest_ctxeval.strategies.full import FullStrategy
 from pytest_ctxeval.strategies.headtail import HeadTailStrategy
 from pytest_ctxeval.strategies.memory_store import MemoryEntry, MemoryStore, make_preview
-from pytest_ctxeval.strategies.registry import UnknownStrategyError, resolve
+from pytest_ctxeval.strategies.registry import (
+    StrategyNameClashError,
+    UnknownStrategyError,
+    resolve,
+)
 from pytest_ctxeval.strategies.sliding import SlidingStrategy
 from pytest_ctxeval.strategies.truncate import TruncateStrategy
 
@@ -390,3 +397,84 @@ def test_headtail_tool_definition_is_stable_between_requests_and_bounded() -> No
     assert description.count("\nid=m") == 3  # only the newest three are listed
     assert "(5 older memories, m1 to m5, are not listed" in description
     assert strategy.tool_handler("retrieve_memory", {"id": "m1"}) == "x" * 80  # still retrievable
+
+
+# --- registry: a module:Class strategy keeps its own name -----------------------------
+
+CUSTOM_MODULE = "ctxeval_custom_strategies"
+CUSTOM_STRATEGIES = """
+from pytest_ctxeval.strategies.base import BaseStrategy, Window
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+
+
+class WiderHeadTail(HeadTailStrategy):
+    def __init__(self) -> None:
+        super().__init__(head=300, tail=300)
+
+
+class Mine(BaseStrategy):
+    def window(self):
+        return Window(messages=list(self.history))
+
+
+class Named(Mine):
+    name = "named-mine"
+
+
+class ClaimsHeadTail(Mine):
+    name = "headtail"
+"""
+
+
+@pytest.fixture
+def custom_dir(tmp_path: Path) -> Iterator[list[Path]]:
+    """A folder with a strategy module, found the way ``strategies/`` is."""
+    (tmp_path / f"{CUSTOM_MODULE}.py").write_text(CUSTOM_STRATEGIES, encoding="utf-8")
+    yield [tmp_path]
+    sys.modules.pop(CUSTOM_MODULE, None)
+
+
+def test_a_subclass_of_a_built_in_is_named_as_written_not_after_its_parent(
+    custom_dir: list[Path],
+) -> None:
+    specs = resolve(f"{CUSTOM_MODULE}:WiderHeadTail,headtail", preset_dirs=custom_dir)
+    assert [s.name for s in specs] == [f"{CUSTOM_MODULE}:WiderHeadTail", "headtail"]
+    assert [type(s.create()).__name__ for s in specs] == ["WiderHeadTail", "HeadTailStrategy"]
+
+
+def test_a_base_strategy_subclass_is_not_called_base(custom_dir: list[Path]) -> None:
+    (spec,) = resolve(f"{CUSTOM_MODULE}:Mine", preset_dirs=custom_dir)
+    assert spec.name == f"{CUSTOM_MODULE}:Mine"
+
+
+def test_a_class_that_sets_its_own_name_is_called_by_it(custom_dir: list[Path]) -> None:
+    (spec,) = resolve(f"{CUSTOM_MODULE}:Named", preset_dirs=custom_dir)
+    assert spec.name == "named-mine"
+    assert [s.name for s in resolve("pytest_ctxeval.strategies.sliding:SlidingStrategy")] == [
+        "sliding"
+    ]
+
+
+def test_two_different_strategies_with_one_name_are_an_error_naming_both(
+    custom_dir: list[Path],
+) -> None:
+    with pytest.raises(StrategyNameClashError) as info:
+        resolve(f"{CUSTOM_MODULE}:ClaimsHeadTail,headtail", preset_dirs=custom_dir)
+    assert str(info.value) == (
+        f"'{CUSTOM_MODULE}:ClaimsHeadTail' and 'headtail' are different strategies with the "
+        "same name 'headtail'; a module:Class strategy is named as written unless its class "
+        "sets its own name"
+    )
+    assert isinstance(info.value, UnknownStrategyError)  # the plugin reports it as a usage error
+    with pytest.raises(StrategyNameClashError, match=r"'headtail' \(from 'all'\) and "):
+        resolve(f"all,{CUSTOM_MODULE}:ClaimsHeadTail", preset_dirs=custom_dir)
+
+
+def test_the_same_strategy_named_twice_runs_once(custom_dir: list[Path]) -> None:
+    assert [s.name for s in resolve("full,full")] == ["full"]
+    assert [s.name for s in resolve("full,all")].count("full") == 1
+    mine = f"{CUSTOM_MODULE}:Mine"
+    assert [s.name for s in resolve(f"{mine},{mine}", preset_dirs=custom_dir)] == [mine]
+    # The built-in class by its module path is the built-in itself.
+    headtail = "pytest_ctxeval.strategies.headtail:HeadTailStrategy"
+    assert [s.name for s in resolve(f"{headtail},headtail")] == ["headtail"]

@@ -558,8 +558,9 @@ def test_observation_mask_clears_all_but_the_last_three_results() -> None:
 def test_cache_hostile_stamps_a_changing_time_and_kills_the_prefix_cache() -> None:
     strategy = fed(CacheHostileStrategy(), chat(2))
     first, second = strategy.window().messages, strategy.window().messages
-    assert first[0]["content"] == "Current time: 2026-01-01T00:00:01Z\n\nYou are terse."
-    assert second[0]["content"].startswith("Current time: 2026-01-01T00:00:02Z")
+    # After the system prompt, which stays first and unaltered like every strategy's.
+    assert first[0]["content"] == "You are terse.\n\nCurrent time: 2026-01-01T00:00:01Z"
+    assert second[0]["content"] == "You are terse.\n\nCurrent time: 2026-01-01T00:00:02Z"
     assert first[1:] == second[1:] == chat(2)[1:]
     conv = conversation(LONG_SESSION)
     hostile, full = run(conv, CacheHostileStrategy()), run(conv, FullStrategy())

@@ -1,10 +1,12 @@
 """``cache-hostile``: a negative control for the prompt-cache metric.
 
-It wraps another strategy (``full`` by default) and puts the current time at
-the top of the system prompt, as agents that "tell the model the date" often
-do.  The first bytes change on every call, so no provider can reuse a cached
-prefix, whatever the wrapped strategy keeps stable.  The clock is a counter
-(one second per call from a fixed start), so runs repeat exactly.
+It wraps another strategy (``full`` by default) and appends the current time
+to the system prompt, as agents that "tell the model the date" often do.  The
+first message changes on every call, so nothing after the system prompt's own
+text can come from a provider's prompt cache, whatever the wrapped strategy
+keeps stable.  The prompt itself stays first and unaltered, as every strategy's
+must.  The clock is a counter (one second per call from a fixed start), so
+runs repeat exactly.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ class CacheHostileStrategy(BaseStrategy):
         system, rest = split_system(window.messages)
         if system:
             first = system[0]
-            system = [{**first, "content": f"{stamp}\n\n{first.get('content') or ''}"}, *system[1:]]
+            system = [{**first, "content": f"{first.get('content') or ''}\n\n{stamp}"}, *system[1:]]
         else:
             system = [{"role": "system", "content": stamp}]
         window.messages = system + rest

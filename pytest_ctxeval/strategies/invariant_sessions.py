@@ -8,10 +8,20 @@ compaction runs twice, sub-calls happen, turns are evicted and retrieved.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 Message = dict[str, Any]
-Session = tuple[str, list[Message]]
+
+
+class Session(NamedTuple):
+    """A named session to replay; a plain ``(name, messages)`` tuple works too."""
+
+    name: str
+    messages: list[Message]
+    # Indices of the messages that open a new chat: ``end_session()`` is
+    # called before each, as the harness does for multi-session scenarios.
+    chat_starts: tuple[int, ...] = ()
+
 
 SYSTEM = (
     "You are a coding assistant for the billing service. Never use the requests library; "
@@ -24,15 +34,34 @@ _SERVICES = ("checkout", "catalog", "billing", "search", "accounts")
 
 def default_sessions() -> list[Session]:
     return [
-        ("tool-session", tool_session()),
-        ("chat-no-system", chat_session()),
-        ("ends-on-tool", ends_on_tool()),
+        Session("tool-session", tool_session()),
+        Session("chat-no-system", chat_session()),
+        Session("ends-on-tool", ends_on_tool()),
+        multi_chat_session(),
     ]
 
 
 def tool_session(turns: int = 14) -> list[Message]:
+    return [{"role": "system", "content": SYSTEM}, *tool_turns(1, turns)]
+
+
+def multi_chat_session() -> Session:
+    """Three chats under one system prompt: two with tools (the first long
+    enough for compaction to run inside it), then a plain one."""
+    chats = [tool_turns(1, 14), tool_turns(15, 20), chat_session(3)]
     messages: list[Message] = [{"role": "system", "content": SYSTEM}]
-    for turn in range(1, turns + 1):
+    starts: list[int] = []
+    for chat in chats:
+        starts.append(len(messages))
+        messages.extend(chat)
+    return Session("multi-chat", messages, tuple(starts[1:]))
+
+
+def tool_turns(first: int, last: int) -> list[Message]:
+    """Turns ``first`` to ``last``: a question, a tool call (two at turn 7),
+    the results, and an answer; call ids are unique across turns."""
+    messages: list[Message] = []
+    for turn in range(first, last + 1):
         question = f"Step {turn}: check the {_SERVICES[turn % 5]} service."
         messages.append(
             {"role": "user", "content": question + (f" {CONSTRAINT}" if turn == 1 else "")}

@@ -6,14 +6,15 @@
         assert_invariants(MyStrategy)                        # default sessions
         assert_invariants(MyStrategy, params={"budget_tokens": 3000})
 
-Each session is replayed through two fresh instances in lockstep; at every
-point where an agent calls the model (after a user message, and after the
-last result of a tool call) both windows are checked:
+Each session is replayed through two fresh instances in lockstep (calling
+``end_session()`` where a session opens a new chat); at every point where an
+agent calls the model (after a user message, and after the last result of a
+tool call) both windows are checked:
 
-- ``system-prompt``: the window starts with a system message that contains
-  the session's system prompt (skipped when the strategy has
-  ``keep_system=False``);
-- ``tool-pairs``: no tool call without its results, no result without its call;
+- ``current-message``, ``system-prompt``, ``order`` and ``tool-pairs``: the
+  rules of :mod:`.window_rules`, the same ones the harness checks on every
+  probe window.  ``system-prompt`` is skipped only when ``params`` has
+  ``keep_system=False``; a class attribute cannot exempt a strategy;
 - ``budget``: a strategy with a ``budget_tokens`` attribute that is set keeps
   the window's messages (counted as ``base.messages_tokens`` does) within
   ``max(budget_tokens, tokens of the system prompt + current exchange)``;
@@ -21,9 +22,8 @@ last result of a tool call) both windows are checked:
   the window's tool handler with text found byte for byte in the session (and
   ``headtail``-style markers rebuild the original message exactly);
 - ``deterministic``: both instances send the same window;
-- ``current-message``: the current user message is the window's last message,
-  unaltered; a current tool result is last and answers the same call (its
-  content may be condensed); the input messages are not mutated.
+- ``current-message`` also fails when the strategy mutates the messages it
+  was given.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import (
@@ -45,6 +45,7 @@ from .base import (
     messages_tokens,
 )
 from .invariant_sessions import Session, default_sessions
+from .window_rules import keeps_system_prompt, window_violations
 
 _MARKER = re.compile(r'retrieve_memory\(id="(?P<id>[^"]+)"\)')
 # headtail's marker, whole: head + marker + tail must rebuild the original.
@@ -70,25 +71,35 @@ def oracle_context() -> StrategyContext:
 
 def check_invariants(
     strategy_factory: Callable[..., ContextStrategy],
-    sessions: list[Session] | None = None,
+    sessions: Sequence[Session | tuple[str, list[Message]]] | None = None,
     *,
     params: dict[str, Any] | None = None,
     ctx: StrategyContext | None = None,
 ) -> list[str]:
-    """Violations, as ``"check: session at message N: detail"``; empty when all hold."""
+    """Violations, as ``"check: session at message N: detail"``; empty when all hold.
+
+    ``sessions``: ``(name, messages)`` tuples or :class:`Session` (which can
+    mark where new chats begin); default: the built-in sessions."""
     ctx = ctx or oracle_context()
+    params = params or {}
+    keep_system = keeps_system_prompt(params)
     found: dict[str, list[str]] = {}
-    for name, messages in sessions if sessions is not None else default_sessions():
+    for entry in sessions if sessions is not None else default_sessions():
+        name, messages, chat_starts = Session(*entry)
         pristine = copy.deepcopy(messages)
-        first, second = (_fresh(strategy_factory, params or {}, ctx) for _ in range(2))
+        first, second = (_fresh(strategy_factory, params, ctx) for _ in range(2))
         for index, message in enumerate(messages):
+            if index in chat_starts:
+                for strategy in (first, second):
+                    _end_session(strategy)
             first.add(message)
             second.add(copy.deepcopy(message))
             if not _calls_model_after(messages, index):
                 continue
             window, twin = first.window(), second.window()
             where = f"{name} at message {index + 1}"
-            for check, problem in _problems(first, window, twin, messages[: index + 1], ctx):
+            seen = messages[: index + 1]
+            for check, problem in _problems(first, window, twin, seen, ctx, keep_system):
                 found.setdefault(check, []).append(f"{check}: {where}: {problem}")
         if messages != pristine:
             found.setdefault("current-message", []).append(
@@ -114,6 +125,12 @@ def _fresh(
     return strategy
 
 
+def _end_session(strategy: Any) -> None:
+    end_session = getattr(strategy, "end_session", None)
+    if callable(end_session):
+        end_session()
+
+
 def _calls_model_after(messages: list[Message], index: int) -> bool:
     role = messages[index].get("role")
     after = messages[index + 1].get("role") if index + 1 < len(messages) else None
@@ -121,26 +138,21 @@ def _calls_model_after(messages: list[Message], index: int) -> bool:
 
 
 def _problems(
-    strategy: Any, window: Window, twin: Window, seen: list[Message], ctx: StrategyContext
+    strategy: Any,
+    window: Window,
+    twin: Window,
+    seen: list[Message],
+    ctx: StrategyContext,
+    keep_system: bool,
 ) -> list[tuple[str, str]]:
+    rules = window_violations(seen, window, keep_system=keep_system)
     found = [
-        ("system-prompt", _system_problems(strategy, window.messages, seen)),
-        ("tool-pairs", _pair_problems(window.messages)),
         ("budget", _budget_problems(strategy, window.messages, seen, ctx)),
         ("memory-markers", _marker_problems(window, seen)),
         ("deterministic", [] if _dump(window) == _dump(twin) else [NOT_DETERMINISTIC]),
-        ("current-message", _current_problems(window.messages, seen[-1])),
     ]
-    return [(check, problem) for check, problems in found for problem in problems]
-
-
-def _system_problems(strategy: Any, shown: list[Message], seen: list[Message]) -> list[str]:
-    if seen[0].get("role") != "system" or not getattr(strategy, "keep_system", True):
-        return []
-    head = shown[0] if shown else {}
-    if head.get("role") != "system" or content_text(seen[0]) not in content_text(head):
-        return ["the window does not start with the system prompt"]
-    return []
+    checks = [(rule, detail) for rule, _, detail in (v.partition(": ") for v in rules)]
+    return checks + [(check, problem) for check, problems in found for problem in problems]
 
 
 def _budget_problems(
@@ -157,20 +169,6 @@ def _budget_problems(
     if tokens > limit:
         return [f"{tokens} tokens, over the budget of {budget} (limit {limit})"]
     return []
-
-
-def _pair_problems(messages: list[Message]) -> list[str]:
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    called: set[Any] = set()
-    problems = []
-    for message in messages:
-        for call in message.get("tool_calls") or []:
-            called.add(call.get("id"))
-            if call.get("id") not in answered:
-                problems.append(f"tool call {call.get('id')} without its result")
-        if message.get("role") == "tool" and message.get("tool_call_id") not in called:
-            problems.append(f"tool result {message.get('tool_call_id')} without its call")
-    return problems
 
 
 def _marker_problems(window: Window, seen: list[Message]) -> list[str]:
@@ -193,17 +191,6 @@ def _marker_problems(window: Window, seen: list[Message]) -> list[str]:
                 if rebuilt not in originals:
                     problems.append(f"memory {memory_id} does not rebuild its original message")
     return problems
-
-
-def _current_problems(shown: list[Message], current: Message) -> list[str]:
-    last = shown[-1] if shown else {}
-    if current.get("role") == "tool":
-        if last.get("role") != "tool" or last.get("tool_call_id") != current.get("tool_call_id"):
-            return ["the current tool result is not the window's last message"]
-        return []
-    if current.get("role") == "user" and last != current:
-        return ["the current user message is not the window's last message, unaltered"]
-    return []
 
 
 def _dump(window: Window) -> str:

@@ -25,6 +25,12 @@ class UnknownStrategyError(ValueError):
     """A strategy name that resolves to nothing."""
 
 
+class StrategyNameClashError(UnknownStrategyError):
+    """Two different strategies resolve to one name: results would merge them.
+
+    An UnknownStrategyError, so whoever reports bad strategy names reports this too."""
+
+
 def register_strategy(name: str) -> Callable[[StrategyFactory], StrategyFactory]:
     """Class decorator: make a strategy available under ``name``."""
 
@@ -142,23 +148,50 @@ def resolve(
     known = available(preset_dirs=[])
     if not all(n == "all" or ":" in n or n in known for n in names):
         known = available(dirs)
-    specs: list[StrategySpec] = []
+    specs: list[tuple[str, StrategySpec]] = []  # (as the user wrote it, the spec)
     for name in names:
         if name == "all":
-            specs.extend(StrategySpec(n, known[n]) for n in sorted(_BUILTINS))
+            specs.extend(("all", StrategySpec(n, known[n])) for n in sorted(_BUILTINS))
         elif ":" in name:
             factory = _import_object(name, dirs)
-            specs.append(StrategySpec(getattr(factory, "name", None) or name, factory))
+            specs.append((name, StrategySpec(own_name(factory) or name, factory)))
         elif isinstance(found := known.get(name), PresetFactory):
-            specs.append(StrategySpec(name, found.kind_factory, dict(found.preset.params)))
+            specs.append((name, StrategySpec(name, found.kind_factory, dict(found.preset.params))))
         elif found is not None:
-            specs.append(StrategySpec(name, found))
+            specs.append((name, StrategySpec(name, found)))
         else:
             raise UnknownStrategyError(
                 f"unknown strategy {name!r}; known strategies: {', '.join(sorted(known))}, "
                 "all, a preset in strategies/*.yaml, or module:Class"
             )
-    unique: dict[str, StrategySpec] = {}
-    for spec in specs:
-        unique.setdefault(spec.name, spec)
-    return list(unique.values())
+    return _distinct(specs)
+
+
+def own_name(factory: StrategyFactory) -> str | None:
+    """The ``name`` a class (or function) sets itself, not one it inherits: a
+    subclass of ``HeadTailStrategy`` is not ``headtail``."""
+    name = getattr(factory, "__dict__", {}).get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _distinct(specs: list[tuple[str, StrategySpec]]) -> list[StrategySpec]:
+    """One spec per name; the same strategy named twice is kept once, two
+    different strategies under one name are an error naming both."""
+    unique: dict[str, tuple[str, StrategySpec]] = {}
+    for written, spec in specs:
+        if spec.name not in unique:
+            unique[spec.name] = (written, spec)
+            continue
+        first_written, first = unique[spec.name]
+        same = first.factory is spec.factory and first.params == spec.params
+        if not same and written != first_written:
+            raise StrategyNameClashError(
+                f"{_as_written(first_written, first)} and {_as_written(written, spec)} are "
+                f"different strategies with the same name {spec.name!r}; a module:Class "
+                "strategy is named as written unless its class sets its own name"
+            )
+    return [spec for _, spec in unique.values()]
+
+
+def _as_written(written: str, spec: StrategySpec) -> str:
+    return f"{spec.name!r} (from 'all')" if written == "all" else repr(written)
