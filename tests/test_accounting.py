@@ -1,4 +1,5 @@
-"""Token accounting checks that must hold exactly (DESIGN section 9)."""
+"""Token accounting checks that must hold exactly: cumulative input tokens,
+peak prompts and the prefix a provider's prompt cache could reuse."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pytest_ctxeval.llm.client import ModelClient
 from pytest_ctxeval.scenario.build import Conversation
 from pytest_ctxeval.scenario.schema import Scenario
 from pytest_ctxeval.strategies.full import FullStrategy
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy, retrieve_tool
 from pytest_ctxeval.strategies.sliding import SlidingStrategy
 
 
@@ -81,3 +83,60 @@ def test_sliding_caps_the_prompt_and_grows_linearly(no_chat_overhead: None) -> N
     # The system prompt plus at most the previous turn's reply.
     assert trace.peak_prompt_tokens == 4_000 + 3_200
     assert trace.cumulative_input_tokens == 4_000 + 49 * (4_000 + 3_200)
+
+
+# -- tools come before the messages in the prompt cache ------------------------------------
+
+TOOL = retrieve_tool("Stored memories:\nid=m1 | position 2 | messages 1 | preview: first rows")
+CHANGED_TOOL = retrieve_tool("Stored memories:\nid=m1 | position 2 | messages 1 | preview: other")
+HISTORY = [{"role": "user", "content": text_of(40)}, {"role": "assistant", "content": text_of(30)}]
+
+
+def test_the_shared_prefix_includes_identical_tools() -> None:
+    current = [*HISTORY, {"role": "user", "content": "next"}]
+    messages_only = tokens.shared_prefix_tokens(HISTORY, current)
+    assert messages_only == sum(tokens.message_tokens(m) for m in HISTORY)
+    with_tools = tokens.shared_prefix_tokens(
+        HISTORY, current, previous_tools=[TOOL], tools=[dict(TOOL)]
+    )
+    assert with_tools == tokens.tools_tokens([TOOL]) + messages_only > messages_only
+
+
+def test_a_changed_tool_definition_breaks_the_whole_prefix() -> None:
+    current = [*HISTORY, {"role": "user", "content": "next"}]
+    assert tokens.shared_prefix_tokens(HISTORY, current, previous_tools=[TOOL]) == 0
+    assert tokens.shared_prefix_tokens(HISTORY, current, tools=[TOOL]) == 0
+    changed = tokens.shared_prefix_tokens(
+        HISTORY, current, previous_tools=[TOOL], tools=[CHANGED_TOOL]
+    )
+    assert changed == 0
+
+
+def test_the_meter_counts_tools_into_the_prefix_only_while_they_stay_the_same() -> None:
+    meter = tokens.PromptMeter()
+    first, shared = meter.measure(HISTORY, [TOOL])
+    assert shared == 0  # nothing before the first request
+    longer = [*HISTORY, {"role": "user", "content": "next"}]
+    second, shared = meter.measure(longer, [TOOL])
+    assert shared == first - tokens.PER_REQUEST_OVERHEAD  # the tools and both messages
+    assert second == tokens.window_tokens(longer, [TOOL])
+    third, shared = meter.measure([*longer, {"role": "assistant", "content": "ok"}], [CHANGED_TOOL])
+    assert shared == 0
+    assert third == tokens.window_tokens(
+        [*longer, {"role": "assistant", "content": "ok"}], [CHANGED_TOOL]
+    )
+
+
+def test_the_trace_keeps_the_last_requests_tools() -> None:
+    bulky = "\n".join(f"row {i}: status ok" for i in range(40))
+    conv = conversation(1, 10, 5)
+    conv.messages[1:1] = [
+        {"role": "user", "content": "Dump the rows."},
+        {"role": "assistant", "content": bulky},
+    ]
+    trace = simulate(
+        conv, HeadTailStrategy(), client=ModelClient("ctxeval/oracle"), model="ctxeval/oracle"
+    )
+    (tool,) = trace.last_tools
+    assert tool["function"]["name"] == "retrieve_memory"
+    assert "row" in tool["function"]["description"]  # the stored middle's preview

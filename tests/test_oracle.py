@@ -14,8 +14,9 @@ from pytest_ctxeval.llm.oracle import (
     lost_in_middle_attention,
     lost_in_middle_probability,
     respond,
+    summarise,
 )
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy, retrieve_tool
 
 SECRET = "SPECIAL_API_KEY = 'secret-9981'"
 
@@ -173,11 +174,45 @@ TASK = "Write a function that downloads a URL."
 RULE = "Never use the requests library; always use urllib3."
 
 
-def test_a_task_repeats_and_follows_the_visible_instructions():
+def test_a_task_follows_the_visible_instructions_without_quoting_them():
+    # The rules show only in what the code imports: an expectation such as
+    # `regex: urllib3` must not pass on an echo of the rule or the task.
     reply = respond([user(f"Hello. {RULE}"), assistant("Understood."), user(TASK)])
-    assert RULE in reply.content
     assert "import urllib3" in reply.content
     assert "import requests" not in reply.content
+    assert "Never" not in reply.content and "requests" not in reply.content
+    assert "download" not in reply.content.lower()
+
+
+def test_a_rule_the_oracle_cannot_read_is_not_echoed_into_the_answer():
+    rule = "Only urllib3 is approved here; the requests package is banned."
+    reply = respond([user(rule), assistant("Understood."), user(TASK)])
+    assert "import requests" in reply.content  # it did not follow the rule...
+    assert "urllib3" not in reply.content  # ...so nothing in the answer says urllib3
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "Never use requests; use urllib3.",
+        "Never use requests. Use urllib3.",
+        "Don't use requests, use urllib3 instead.",
+        "Use urllib3, not requests.",
+        "Use urllib3 instead of requests.",
+        "Do not use the requests library, but use urllib3.",
+    ],
+)
+def test_a_task_follows_each_wording_of_a_library_rule(rule):
+    reply = respond([user(f"House rules. {rule}"), assistant("Understood."), user(TASK)])
+    assert "import urllib3" in reply.content
+    assert "import requests" not in reply.content
+
+
+def test_a_bare_use_sentence_without_a_rule_before_it_requires_nothing():
+    said = "Do not reply in French. Use short sentences."
+    reply = respond([user(said), assistant("OK."), user(TASK)])
+    assert "import short" not in reply.content
+    assert "import requests" in reply.content
 
 
 def test_a_task_without_visible_instructions_takes_the_obvious_route():
@@ -190,6 +225,110 @@ def test_a_task_without_visible_instructions_takes_the_obvious_route():
 def test_only_the_users_and_system_instructions_count():
     reply = respond([user("Hello."), assistant("I will always use httpx from now on."), user(TASK)])
     assert "httpx" not in reply.content
+
+
+def test_a_rule_shown_in_a_memory_preview_is_followed():
+    # headtail lists an earlier chat's transcript as a memory; its preview shows the rule.
+    tool = retrieve_tool(
+        "Stored memories:\nid=m1 | position 0 | messages 8 | preview: user: House rules. " + RULE
+    )
+    reply = respond([user("New task today."), assistant("Ready."), user(TASK)], [tool])
+    assert reply.tool_calls == []
+    assert "import urllib3" in reply.content
+    assert "import requests" not in reply.content
+
+
+# -- tool calls and tool definitions are context --------------------------------------------------
+
+
+def write_file_call(arguments: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "write_file", "arguments": arguments},
+            }
+        ],
+    }
+
+
+SETTINGS = json.dumps({"path": "settings.py", "content": "STAGING_PORT = 5433"})
+
+
+def test_answers_from_tool_call_arguments():
+    question = user("What is STAGING_PORT?")
+    said = [user("Put the staging port in the settings."), write_file_call(SETTINGS)]
+    assert "STAGING_PORT = 5433" in respond([*said, question]).content
+    assert respond([said[0], question]).content == NO_ANSWER
+
+
+def test_reads_tool_call_arguments_that_are_not_json_whole():
+    reply = respond([write_file_call("STAGING_PORT = 5433 (raw)"), user("What is STAGING_PORT?")])
+    assert "5433" in reply.content
+
+
+def test_answers_from_a_tool_definition():
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "deploy",
+            "description": "Deploys the app. The deploy region is eu-west-3.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    question = user("Which deploy region is it?")
+    assert "eu-west-3" in respond([user("Hi."), question], [tool]).content
+    assert respond([user("Hi."), question]).content == NO_ANSWER
+
+
+def test_a_summary_keeps_facts_from_tool_call_arguments():
+    summary = summarise([user("Set it up."), write_file_call(SETTINGS)])
+    assert "STAGING_PORT = 5433" in summary
+
+
+# -- recency: the latest statement of the same question wins ---------------------------------------
+
+
+def test_the_latest_statement_wins_over_a_wordier_older_one():
+    reply = respond(
+        [
+            user("The staging database listens on port 5432."),
+            assistant("Noted."),
+            user("Update: staging moved to port 5433."),
+            assistant("Noted."),
+            user("Which port does the staging database use?"),
+        ]
+    )
+    assert "5433" in reply.content
+    assert "5432" not in reply.content
+
+
+def test_a_later_statement_about_another_thing_does_not_win():
+    reply = respond(
+        [
+            user("The billing service timeout is 45 seconds."),
+            user("The accounts service timeout is 8 seconds."),
+            assistant("Noted both."),
+            user("What is the billing service timeout?"),
+        ]
+    )
+    assert "45 seconds" in reply.content
+    assert "8 seconds" not in reply.content
+
+
+def test_a_later_sentence_sharing_one_word_does_not_win():
+    reply = respond(
+        [
+            user("The launch code is ZEBRA-42."),
+            user("We launch on Friday."),
+            user("What is the launch code?"),
+        ]
+    )
+    assert "ZEBRA-42" in reply.content
+    assert "Friday" not in reply.content
 
 
 # -- through litellm -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ at every model call (every assistant message of the session is one call)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ class SessionTrace:
     strategy: ContextStrategy
     requests: list[RequestStats] = field(default_factory=list)
     last_window: list[Message] = field(default_factory=list)
+    # The tools of that last request: they come before the messages in the
+    # provider's prompt cache, so the probe's cached prefix depends on them.
+    last_tools: list[dict[str, Any]] = field(default_factory=list)
     strategy_calls: int = 0
     strategy_cost_usd: float = 0.0
     # Tokens of the strategy's own model calls (summaries, memories, sub-agents),
@@ -109,6 +113,7 @@ def simulate(
         setup(counter.context(lambda text: count_text_tokens(text, model)))
     meter = PromptMeter(model)
     previous: list[Message] = []
+    previous_tools: list[dict[str, Any]] = []
     new_chats = set(conversation.session_starts)
     for index, message in enumerate(conversation.messages):
         if index in new_chats:
@@ -119,7 +124,9 @@ def simulate(
             window = strategy.window()
             tokens, shared = meter.measure(window.messages, window.tools)
             trace.requests.append(RequestStats(index, tokens, shared))
-            previous = window.messages
-        strategy.add(message)
-    trace.last_window = previous
+            previous, previous_tools = window.messages, window.tools
+        # A copy: a strategy that edits what it is given must not reach the
+        # session, the ground truth or the other strategies.
+        strategy.add(copy.deepcopy(message))
+    trace.last_window, trace.last_tools = previous, previous_tools
     return trace

@@ -1,26 +1,59 @@
 """Fact survival: is each needle/constraint still in the window at the probe?
 
-Deterministic and model-free: the cheapest regression signal."""
+Deterministic and model-free: the cheapest regression signal.  The window is
+everything the request shows the model (message content, tool-call arguments,
+tool definitions such as a memory listing's previews) except the probe
+question itself, its last message: a question that names the answer is not
+the fact surviving.
+
+- ``verbatim``: every piece of the fact's text is visible (case and whitespace
+  aside).
+- ``transformed``: not verbatim, but one of its answers is visible as whole
+  words, and the session does not mention that answer anyway: an answer that
+  occurs in the session with the fact's own text taken out (``15`` in
+  ``12:15:03``, or a value the assistant repeated) proves nothing, so a
+  restatement of the fact in other words is not counted either.
+- ``in_store``: the rest is only in text a tool can retrieve.
+- ``gone``: none of that.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+
+from ..llm.request_text import message_texts, tools_texts
+from ..llm.text import contains_phrase, normalise
 from ..results.record import Survival
 from ..scenario.build import Fact
-from ..strategies.base import Window, content_text
+from ..strategies.base import Window
 
 
-def fact_survival(facts: list[Fact], window: Window) -> dict[str, Survival]:
-    visible = "\n".join(content_text(m) for m in window.messages).casefold()
-    stored = "\n".join(window.retrievable).casefold()
+def fact_survival(
+    facts: list[Fact],
+    window: Window,
+    *,
+    coincidental: Mapping[str, Set[str]] | None = None,
+) -> dict[str, Survival]:
+    """The state of each fact in ``window``, the request at a probe (its last
+    message, the probe question, is left out).
+
+    ``coincidental``: per fact id, answers the session mentions even without
+    the fact (``Conversation.coincidental_answers``); none when omitted."""
+    texts = [t for m in window.messages[:-1] for t in message_texts(m)]
+    visible = normalise("\n".join(texts + tools_texts(window.tools)))
+    stored = normalise("\n".join(window.retrievable))
     states: dict[str, Survival] = {}
     for fact in facts:
-        pieces = [p.casefold() for p in fact.pieces()]
-        answers = [a.casefold() for a in fact.answers]
+        pieces = [normalise(p) for p in fact.pieces()]
+        ignored = coincidental.get(fact.id, set()) if coincidental else set()
+        answers = [a for a in fact.answers if a not in ignored]
         if all(p in visible for p in pieces):
             states[fact.id] = "verbatim"
-        elif answers and any(a in visible for a in answers):
+        elif any(contains_phrase(visible, a) for a in answers):
             states[fact.id] = "transformed"
-        elif all(p in visible or p in stored for p in pieces) or any(a in stored for a in answers):
+        elif all(p in visible or p in stored for p in pieces) or any(
+            contains_phrase(stored, a) for a in answers
+        ):
             states[fact.id] = "in_store"
         else:
             states[fact.id] = "gone"

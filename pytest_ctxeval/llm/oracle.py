@@ -1,16 +1,45 @@
 """The oracle mock model: deterministic, and honest about what it was sent.
 
-It answers from the messages of the request only: the best-matching
-sentence(s) of the visible context by lexical overlap with the question.  When
-the answer is not fully visible but a stored memory's preview promises more,
-it calls ``retrieve_memory``.  Asked to write something, it also repeats the
-visible instructions it is following, so a forgotten constraint shows.  Asked
-to summarise, it keeps the sentences with identifiers, numbers and
-imperatives.  Strategies differ under it only because of what they keep.
+It answers from the request only: message content, the string values of
+tool-call arguments and the tool definitions (a memory listing's previews
+included) are all context it reads, as sentences.
+
+- An answer is the visible sentence that best overlaps the question's content
+  words (IDF-weighted), plus a second one if it covers question words the
+  first misses.
+- Recency: when several sentences answer the same question, the latest one
+  wins, not the one with the most words in common ("Update: staging moved to
+  port 5433." beats an earlier "The staging database listens on port 5432.").
+  A sentence answers the same question as the best match when it
+  (1) scores at least a quarter of the best score;
+  (2) shares at least two of the question words the best match has (the one,
+  if it has only one), among them the topic: those of the best match's
+  question words that the most sentences of the request use ("codename" in
+  "This year's release codename is Osprey." against "Last year the
+  production release codename for the mobile app was Falcon.");
+  (3) is not the best match with other names where it has question words:
+  "The accounts service timeout is 8 seconds." is about another service than
+  "The billing service timeout is 45 seconds." (numbers aside, the two read
+  alike but for "accounts" where the question's "billing" stands).
+  The latest statement is then the whole answer (no second sentence: the
+  question words it lacks are the older statements' words).
+- Memory: a preview in the ``retrieve_memory`` listing is an excerpt.  When a
+  preview holds question words that the rest of the request does not cover,
+  it calls ``retrieve_memory`` for that memory rather than answer from the
+  excerpt; otherwise previews are read like any other visible text.
+- Asked to write code, it follows the library rules it can read in the user
+  and system messages and in the tool definitions (see ``codegen``), and
+  otherwise makes the obvious choice; the rules show only in what the code
+  imports, never quoted back.
+- Asked to summarise, it keeps the sentences with identifiers, numbers and
+  imperatives.
+
+Strategies differ under it only because of what they keep.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import random
@@ -21,6 +50,7 @@ from typing import Any
 
 from ..messages import content_text
 from .codegen import write_code
+from .request_text import message_texts, tool_texts
 from .text import idf_weights, sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
@@ -34,6 +64,10 @@ _TASK = re.compile(
 _INSTRUCTION = re.compile(r"\b(never|always|must|do not|don't|only|avoid|prefer)\b", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Z_]{3,}|\d|[a-z]+_[a-z_]+|[a-z]+[A-Z]\w*|`")
 NO_ANSWER = "I could not find that in our conversation."
+# What "answering the same question" takes (see the module docstring): a
+# share of the best score, and how many of its question words.
+SAME_QUESTION_SHARE = 1 / 4
+SAME_QUESTION_TERMS = 2
 
 # Decides whether the model "attends" a candidate sentence (lost-in-middle);
 # arguments: relative position 0..1, a stable key for the random draw.
@@ -50,8 +84,11 @@ class Reply:
 class _Candidate:
     text: str
     terms: frozenset[str]
+    # Order in the request: tool definitions first (providers send them
+    # before the messages), then the messages.
     position: int
-    from_instruction_role: bool
+    # The memory whose listing preview this sentence is from; None otherwise.
+    memory_id: str | None = None
 
 
 def respond(
@@ -66,11 +103,9 @@ def respond(
     if SUMMARY_REQUEST.match(question):
         return Reply(content=summarise(context + [{"role": "user", "content": question}]))
 
-    candidates = _candidates(context)
+    candidates = _candidates(context, tools or [])
     q_terms = set(terms(question))
-    answer_lines = _best_sentences(candidates, q_terms, attention)
-
-    memory_id = _memory_to_retrieve(messages, tools or [], q_terms, answer_lines, candidates)
+    memory_id = _memory_to_retrieve(messages, candidates, q_terms, attention)
     if memory_id is not None:
         call_id = "call_" + hashlib.sha256(f"{memory_id}|{question}".encode()).hexdigest()[:12]
         arguments = json.dumps({"id": memory_id})
@@ -83,32 +118,25 @@ def respond(
                 }
             ]
         )
-
-    parts: list[str] = []
     if _TASK.match(question):
-        rules = [
-            c.text for c in candidates if c.from_instruction_role and _INSTRUCTION.search(c.text)
-        ]
-        rules = list(dict.fromkeys(rules))
-        if rules:
-            parts.append("Following your instructions: " + " ".join(rules))
-        parts.append(write_code(question, rules))
-        return Reply(content="\n".join(parts))
-    parts.extend(c.text for c in answer_lines)
-    return Reply(content="\n".join(parts) if parts else NO_ANSWER)
+        return Reply(content=write_code(question, _instructions(context, tools or [])))
+    answer = _best_sentences(candidates, q_terms, attention)
+    return Reply(content="\n".join(c.text for c in answer) if answer else NO_ANSWER)
 
 
 def summarise(messages: list[dict[str, Any]], max_sentences: int = 40) -> str:
-    """Extractive summary: sentences with identifiers, numbers or imperatives."""
+    """Extractive summary: sentences with identifiers, numbers or imperatives
+    (tool-call arguments included: they are part of the conversation)."""
     keep: list[str] = []
     for message in messages:
         if message.get("role") == "system":
             continue
-        for sentence in sentences(content_text(message)):
-            if SUMMARY_REQUEST.match(sentence) or _MARKER.search(sentence):
-                continue
-            if _IDENTIFIER.search(sentence) or _INSTRUCTION.search(sentence):
-                keep.append(sentence)
+        for text in message_texts(message):
+            for sentence in sentences(text):
+                if SUMMARY_REQUEST.match(sentence) or _MARKER.search(sentence):
+                    continue
+                if _IDENTIFIER.search(sentence) or _INSTRUCTION.search(sentence):
+                    keep.append(sentence)
     keep = list(dict.fromkeys(keep))
     if len(keep) > max_sentences:
         # Keep the earliest half (goals, constraints) and the latest half.
@@ -117,25 +145,52 @@ def summarise(messages: list[dict[str, Any]], max_sentences: int = 40) -> str:
     return "Summary of earlier conversation:\n" + "\n".join(f"- {s}" for s in keep)
 
 
-def _candidates(context: list[dict[str, Any]]) -> list[_Candidate]:
+def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[_Candidate]:
     out: list[_Candidate] = []
-    for message in context:
-        role = message.get("role")
-        for sentence in sentences(content_text(message)):
+
+    def add(text: str, memory_id: str | None = None) -> None:
+        for sentence in sentences(text):
             if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
                 continue
             sentence = _MARKER.sub(" ", sentence).strip()
             found = frozenset(terms(sentence))
             if found:
-                out.append(_Candidate(sentence, found, len(out), role in ("system", "user")))
+                out.append(_Candidate(sentence, found, len(out), memory_id))
+
+    for tool in tools:
+        for text in tool_texts(tool):
+            for line in text.splitlines():
+                listed = _LISTING.match(line.strip()) if _is_retrieve_tool(tool) else None
+                if listed:
+                    add(listed["preview"], memory_id=listed["id"])
+                else:
+                    add(line)
+    for message in context:
+        for text in message_texts(message):
+            add(text)
     return out
+
+
+def _instructions(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[str]:
+    """Where rules can be read, one text per message (a rule and the sentence
+    that completes it belong together): what the user and the system said,
+    and each line of the tool definitions (a memory preview can show a rule
+    from an earlier chat)."""
+    said = [
+        _MARKER.sub(" ", content_text(m))
+        for m in context
+        if m.get("role") in ("system", "user") and content_text(m).strip()
+    ]
+    return said + [
+        line for tool in tools for text in tool_texts(tool) for line in text.splitlines()
+    ]
 
 
 def _best_sentences(
     candidates: list[_Candidate], q_terms: set[str], attention: Attention | None
 ) -> list[_Candidate]:
-    """The best sentence, plus a second one if it covers question terms the
-    first one misses."""
+    """The best sentence (the latest of those answering the same question),
+    plus a second one if it covers question terms the first one misses."""
     if not q_terms or not candidates:
         return []
     idf = idf_weights(set(c.terms) for c in candidates)
@@ -150,47 +205,87 @@ def _best_sentences(
         ranked = [c for c in ranked if attention(c.position / last, c.text)]
     if not ranked:
         return []
-    best = ranked[0]
-    chosen = [best]
+    top = ranked[0]
+    topic = _topic(top, q_terms, candidates)
+    same = [c for c in ranked[1:] if _same_question(top, c, q_terms, topic, score(c) / score(top))]
+    best = max([top, *same], key=lambda c: c.position)
+    if best is not top:
+        # The latest statement is the answer; the words it lacks were the
+        # stale statements' words.
+        return [best]
+    replaced = {c.position for c in same}
     missing = q_terms - best.terms
-    for c in ranked[1:]:
-        if missing & c.terms:
-            chosen.append(c)
-            break
-    return chosen
+    second = next((c for c in ranked[1:] if c.position not in replaced and missing & c.terms), None)
+    return [best] if second is None else [best, second]
+
+
+def _topic(top: _Candidate, q_terms: set[str], candidates: list[_Candidate]) -> set[str]:
+    """The best match's question words that the most sentences use."""
+    asked = q_terms & top.terms
+    counts = {t: sum(1 for c in candidates if t in c.terms) for t in asked}
+    most = max(counts.values(), default=0)
+    return {t for t, n in counts.items() if n == most}
+
+
+def _same_question(
+    top: _Candidate, other: _Candidate, q_terms: set[str], topic: set[str], share: float
+) -> bool:
+    """Whether ``other`` answers the question ``top`` answers (module docstring)."""
+    if share < SAME_QUESTION_SHARE or not topic <= other.terms:
+        return False
+    asked = q_terms & top.terms
+    if len(asked & other.terms) < min(SAME_QUESTION_TERMS, len(asked)):
+        return False
+    return not _names_something_else(top, other, q_terms)
+
+
+def _names_something_else(top: _Candidate, other: _Candidate, q_terms: set[str]) -> bool:
+    """``other`` reads like ``top`` with other words where ``top`` has question
+    words, numbers aside: the same statement about another thing."""
+    a = [t for t in terms(top.text) if not any(ch.isdigit() for ch in t)]
+    b = [t for t in terms(other.text) if not any(ch.isdigit() for ch in t)]
+    swapped = False
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if tag != "replace":
+            return False
+        if not set(a[i1:i2]) <= q_terms or set(b[j1:j2]) & q_terms:
+            return False
+        swapped = True
+    return swapped
 
 
 def _memory_to_retrieve(
     messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    q_terms: set[str],
-    answer: list[_Candidate],
     candidates: list[_Candidate],
+    q_terms: set[str],
+    attention: Attention | None,
 ) -> str | None:
-    listing = _memory_listing(tools)
-    if not listing or not q_terms:
+    """A memory whose preview promises question words that the answer from
+    the rest of the request does not cover (previews are excerpts)."""
+    previews = [c for c in candidates if c.memory_id is not None]
+    if not previews or not q_terms:
         return None
+    answer = _best_sentences([c for c in candidates if c.memory_id is None], q_terms, attention)
     covered = set().union(*(c.terms for c in answer)) & q_terms if answer else set()
     if covered == q_terms:
         return None
     already = _retrieved_ids(messages)
+    gains: dict[str, set[str]] = {}
+    for c in previews:
+        if c.memory_id is not None and c.memory_id not in already:
+            gains.setdefault(c.memory_id, set()).update((c.terms & q_terms) - covered)
     best_id, best_gain = None, 0
-    for memory_id, preview in listing:
-        if memory_id in already:
-            continue
-        gain = len((set(terms(preview)) & q_terms) - covered)
-        if gain > best_gain:
-            best_id, best_gain = memory_id, gain
+    for memory_id, gain in gains.items():
+        if len(gain) > best_gain:
+            best_id, best_gain = memory_id, len(gain)
     return best_id
 
 
-def _memory_listing(tools: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    for tool in tools:
-        function = tool.get("function", {})
-        if function.get("name") == RETRIEVE_TOOL:
-            text = function.get("description", "")
-            return [(m["id"], m["preview"]) for m in _LISTING.finditer(text)]
-    return []
+def _is_retrieve_tool(tool: dict[str, Any]) -> bool:
+    function = tool.get("function")
+    return isinstance(function, dict) and function.get("name") == RETRIEVE_TOOL
 
 
 def _retrieved_ids(messages: list[dict[str, Any]]) -> set[str]:

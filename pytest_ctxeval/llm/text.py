@@ -1,4 +1,5 @@
-"""Lexical helpers shared by the mock models: sentences, terms, overlap."""
+"""Lexical helpers shared by the mock models and fact survival: sentences,
+terms, overlap, and whole-word phrase matching."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 _STOPWORDS = frozenset(
     """about above after again all also and any are aren't because been before being
@@ -81,3 +83,25 @@ def idf_weights(documents: Iterable[set[str]]) -> dict[str, float]:
         df.update(doc)
     n = len(docs) or 1
     return {term: math.log(1 + n / count) for term, count in df.items()}
+
+
+def normalise(text: str) -> str:
+    """Case-folded, with every run of whitespace one space: how phrases are compared."""
+    return " ".join(text.split()).casefold()
+
+
+def contains_phrase(normalised_text: str, phrase: str) -> bool:
+    """Whether ``phrase`` occurs in an already normalised text as whole words.
+
+    ``15`` is found in "port 15." and "12:15:03" but not in "150", "2015" or
+    "15.5": a number's digits and decimals belong to it."""
+    return _phrase_pattern(normalise(phrase)).search(normalised_text) is not None
+
+
+@lru_cache(maxsize=4096)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    if not phrase:
+        return re.compile(r"(?!)")  # an empty answer is evidence of nothing
+    before = r"(?<!\w)(?<!\d[.,])" if re.match(r"\w", phrase) else ""
+    after = r"(?!\w)(?![.,]\d)" if re.search(r"\w$", phrase) else ""
+    return re.compile(before + re.escape(phrase) + after)

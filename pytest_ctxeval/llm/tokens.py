@@ -44,18 +44,40 @@ def window_tokens(
     tools: list[dict[str, Any]] | None = None,
     model: str = MOCK_TOKENIZER_MODEL,
 ) -> int:
-    total = PER_REQUEST_OVERHEAD + sum(message_tokens(m, model) for m in messages)
-    if tools:
-        total += count_text_tokens(json.dumps(tools, sort_keys=True), model)
-    return total
+    return (
+        PER_REQUEST_OVERHEAD
+        + sum(message_tokens(m, model) for m in messages)
+        + tools_tokens(tools, model)
+    )
+
+
+def tools_tokens(tools: list[dict[str, Any]] | None, model: str = MOCK_TOKENIZER_MODEL) -> int:
+    return count_text_tokens(json.dumps(tools, sort_keys=True), model) if tools else 0
+
+
+def same_tools(previous: list[dict[str, Any]] | None, current: list[dict[str, Any]] | None) -> bool:
+    """Whether two requests define the same tools (no tools and [] are the same)."""
+    return (previous or []) is (current or []) or (previous or []) == (current or [])
 
 
 def shared_prefix_tokens(
-    previous: list[dict[str, Any]], current: list[dict[str, Any]], model: str = MOCK_TOKENIZER_MODEL
+    previous: list[dict[str, Any]],
+    current: list[dict[str, Any]],
+    model: str = MOCK_TOKENIZER_MODEL,
+    *,
+    previous_tools: list[dict[str, Any]] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> int:
-    """Tokens of the leading messages two requests have in common: what a
-    provider's prompt cache could reuse."""
-    return sum(message_tokens(m, model) for m in current[: shared_prefix_length(previous, current)])
+    """Tokens two requests have in common from the start: what a provider's
+    prompt cache could reuse.
+
+    Providers put the tool definitions before the messages, so a tool that
+    changed breaks the whole prefix; with the same tools the prefix is the
+    tools plus the leading messages both requests share."""
+    if not same_tools(previous_tools, tools):
+        return 0
+    shared = shared_prefix_length(previous, current)
+    return tools_tokens(tools, model) + sum(message_tokens(m, model) for m in current[:shared])
 
 
 def shared_prefix_length(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> int:
@@ -87,7 +109,10 @@ class PromptMeter:
     def measure(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
     ) -> tuple[int, int]:
-        """(prompt tokens, tokens of the message prefix shared with the previous request)."""
+        """(prompt tokens, tokens of the prefix shared with the previous request).
+
+        The shared prefix is the tools plus the shared leading messages, or 0
+        when the tools changed (see ``shared_prefix_tokens``)."""
         shared = shared_prefix_length(self._messages, messages)
         cumulative = self._cumulative[: shared + 1]
         running = cumulative[-1]
@@ -95,9 +120,9 @@ class PromptMeter:
             running += message_tokens(message, self.model)
             cumulative.append(running)
         self._messages, self._cumulative = messages, cumulative
-        if tools != self._tools:
-            self._tools = tools
-            self._tools_tokens = (
-                count_text_tokens(json.dumps(tools, sort_keys=True), self.model) if tools else 0
-            )
-        return PER_REQUEST_OVERHEAD + running + self._tools_tokens, cumulative[shared]
+        tools_unchanged = same_tools(self._tools, tools)
+        if not tools_unchanged:
+            self._tools_tokens = tools_tokens(tools, self.model)
+        self._tools = tools
+        prefix = self._tools_tokens + cumulative[shared] if tools_unchanged else 0
+        return PER_REQUEST_OVERHEAD + running + self._tools_tokens, prefix

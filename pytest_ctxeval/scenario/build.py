@@ -7,8 +7,11 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
+from ..llm.request_text import message_texts
+from ..llm.text import contains_phrase, normalise
 from .generators import generate_text, generate_turns
 from .schema import (
     AssistantTurn,
@@ -73,6 +76,24 @@ class Conversation:
     @property
     def id(self) -> str:
         return self.scenario.id
+
+    @cached_property
+    def coincidental_answers(self) -> dict[str, frozenset[str]]:
+        """Per fact id, the answers the session mentions even with the fact's
+        own text taken out (``15`` in log timestamps, a value that other text
+        states too).  Such a mention in a window is no evidence that the fact
+        survived; fact survival checks against this.  Computed once per
+        conversation, on first use."""
+        session = normalise("\n".join(t for m in self.messages for t in message_texts(m)))
+        found: dict[str, frozenset[str]] = {}
+        for fact in self.facts:
+            if not fact.answers:
+                continue
+            without = session
+            for piece in fact.pieces():
+                without = without.replace(normalise(piece), " ")
+            found[fact.id] = frozenset(a for a in fact.answers if contains_phrase(without, a))
+        return found
 
 
 def build_conversation(scenario: Scenario) -> Conversation:
