@@ -4,13 +4,19 @@ Enable with:   eval "$(.ci/llm-server.sh)"   (first run compiles llama.cpp, ~4 m
                python -m pytest tests/test_real_model.py -m real_model
 
 The model is tiny and answers general questions unreliably, so these tests
-check structure, not wording: non-empty answers, usage reported, a forced
-tool call that round-trips, a needle found at temperature 0, and a replay
-from the cassettes just recorded.
+check structure, not wording: non-empty answers, usage reported, tool
+definitions that reach the prompt with tool_choice "auto", a forced tool call
+that round-trips (through litellm, and through the probe loop with headtail's
+retrieve_memory), a needle found at temperature 0, and a replay from the
+cassettes just recorded.
+
+What reaches the prompt is measured by the prompt tokens the server reports:
+the same messages with and without a tool, and with a longer description.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -19,9 +25,12 @@ from typing import Any
 
 import pytest
 
+from pytest_ctxeval.evaluate.probe import ask
 from pytest_ctxeval.llm._litellm import get_litellm
 from pytest_ctxeval.llm.client import ModelClient
-from pytest_ctxeval.llm.tokens import window_tokens
+from pytest_ctxeval.llm.tokens import count_text_tokens, tools_tokens, window_tokens
+from pytest_ctxeval.strategies.base import Window
+from pytest_ctxeval.strategies.headtail import RETRIEVE_TOOL, HeadTailStrategy
 
 API_BASE = os.environ.get("CTXEVAL_LLM_API_BASE", "")
 MODEL = "openai/smollm2"
@@ -48,6 +57,14 @@ turns:
   # llama.cpp chat template only accepts as "" (not null).
   - tool: {name: run_tests, output: "14 passed in 0.82s"}
   - assistant: All tests pass.
+  # Longer than headtail's head + tail (200 characters): its middle goes to
+  # the memory store, so headtail's requests offer retrieve_memory.
+  - user: >-
+      Notes from the retro: the build cache was cold on Monday, two flaky tests
+      were quarantined, the release checklist gained a step for database
+      migrations, the on-call rota moves to a weekly handover, and the team
+      agreed to review dashboards every Friday afternoon.
+  - assistant: Thanks, noted.
 probes:
   - {id: port, user: "Which port does the staging database use?", expect: {contains: "5432"}}
   - {id: deploy, user: "When is the deploy window?", expect: {contains: "Tuesday"}}
@@ -94,6 +111,13 @@ def test_plugin_run_against_the_real_model_then_replay(pytester: pytest.Pytester
     for cassette in cassettes:  # usage as the server reported it
         assert cassette["response"]["usage"]["prompt_tokens"] > 0
         assert cassette["response"]["usage"]["completion_tokens"] > 0
+    # headtail's probe requests went out with its tool (and "auto": no tool_choice).
+    offered = [
+        [tool["function"]["name"] for tool in cassette["request"]["tools"]]
+        for cassette in cassettes
+    ]
+    assert offered.count(["retrieve_memory"]) == 2, offered
+    assert all("tool_choice" not in c["request"]["params"] for c in cassettes)
 
     # Replay-only: same answers, and far faster than asking the model again.
     started = time.perf_counter()
@@ -162,7 +186,10 @@ def test_forced_tool_call_round_trip_through_litellm() -> None:
     messages.append(
         {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21 degrees Celsius."}
     )
-    second = litellm.completion(messages=messages, **common)
+    # Tools offered again (as an agent does), so the two prompts differ by the
+    # call and its result: the first one's tool definitions count in both.
+    second = litellm.completion(messages=messages, tools=tools, **common)
+    assert not second.choices[0].message.tool_calls  # no tool_choice: it answers
     assert (second.choices[0].message.content or "").strip()
     assert second.usage.prompt_tokens > first.usage.prompt_tokens
 
@@ -184,6 +211,115 @@ def test_needle_at_temperature_zero_in_a_1500_token_prompt() -> None:
     assert completion.prompt_tokens > 1000
     digits = "".join(ch for ch in completion.content or "" if ch.isdigit())
     assert "7391" in digits, completion.content
+
+
+def test_tool_definitions_reach_the_prompt_with_tool_choice_auto() -> None:
+    window = notes_window()
+    tool = window.tools[0]
+    longer = json.loads(json.dumps(tool))
+    longer["function"]["description"] += " " + EXTRA_DESCRIPTION
+
+    without_tools = prompt_tokens(window.messages)
+    auto = prompt_tokens(window.messages, tools=[tool], tool_choice="auto")
+    # What ctxeval sends: tools and no tool_choice, which means "auto".
+    unset = prompt_tokens(window.messages, tools=[tool])
+    described = prompt_tokens(window.messages, tools=[longer], tool_choice="auto")
+
+    assert unset == auto
+    # The server's chat template drops tools unless configured otherwise
+    # (.ci/llm-server.sh): then all three counts are equal.
+    assert auto - without_tools >= tools_tokens([tool]) // 2, (without_tools, auto)
+    # The description too (headtail's memory listing), not only name and parameters.
+    assert described - auto >= count_text_tokens(EXTRA_DESCRIPTION) // 2, (auto, described)
+
+
+def test_forced_retrieve_memory_round_trips_through_the_probe_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """headtail stores the needle's part of the notes; the first request forces
+    a retrieve_memory call, the probe loop answers it from the memory store, and
+    the retrieved text reaches the model's next prompt."""
+    litellm = get_litellm()
+    send = litellm.completion
+    prompts: list[int] = []
+
+    # ModelClient has no way to set tool_choice, so it is added on the wire,
+    # to the first request only. Nor does it set max_tokens, and this server's
+    # default is "until the context is full": a 135M model that rambles would
+    # take minutes (8,000 tokens at ~50 ms each), so every request is capped.
+    def first_call_forced(**kwargs: Any) -> Any:
+        kwargs = {**kwargs, "max_tokens": MAX_TOKENS}
+        if kwargs.get("tools") and kwargs["messages"][-1]["role"] != "tool":
+            kwargs["tool_choice"] = FORCE_RETRIEVE
+        response = send(**kwargs)
+        prompts.append(response.usage.prompt_tokens)
+        return response
+
+    monkeypatch.setattr(litellm, "completion", first_call_forced)
+    window = notes_window()
+    assert NEEDLE not in json.dumps(window.messages)  # only retrieval can bring it back
+    retrieved: list[str] = []
+
+    def recording_handler(name: str, args: dict[str, Any]) -> str:
+        assert window.tool_handler is not None
+        text = window.tool_handler(name, args)
+        retrieved.append(text)
+        return text
+
+    result = ask(
+        ModelClient(MODEL, api_base=API_BASE, temperature=0.0),
+        dataclasses.replace(window, tool_handler=recording_handler),
+        model=MODEL,
+    )
+
+    assert result.error is None, result.error
+    assert result.tool_errors == []  # the arguments were a JSON object
+    assert result.llm_calls == 2 and result.memory_retrievals == 1
+    assert len(retrieved) == 1 and NEEDLE in retrieved[0], retrieved  # the right memory id
+    assert result.answer and result.answer.strip()
+    # The tool result was in the second prompt, not dropped by the chat template.
+    assert prompts[1] - prompts[0] >= count_text_tokens(retrieved[0]) // 2, prompts
+
+
+EXTRA_DESCRIPTION = (
+    "Each memory keeps the exact text that was removed, so quote it rather than "
+    "guessing, and ask for one memory at a time by its id."
+)
+FORCE_RETRIEVE = {"type": "function", "function": {"name": RETRIEVE_TOOL}}
+MAX_TOKENS = 96  # an answer cut off here fails the test ("finish_reason: length")
+
+
+def notes_window() -> Window:
+    """headtail's window for a question about notes whose middle (the needle)
+    it moved to its memory store: the window offers retrieve_memory."""
+    lines = [FILLER[i % len(FILLER)] for i in range(8)]
+    lines.insert(len(lines) // 2, NEEDLE)
+    strategy = HeadTailStrategy()
+    for message in (
+        {"role": "system", "content": "You answer questions about the notes you are given."},
+        {"role": "user", "content": "Notes:\n" + "\n".join(lines)},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "What is the vault combination for the server room?"},
+    ):
+        strategy.add(message)
+    window = strategy.window()
+    assert [t["function"]["name"] for t in window.tools] == [RETRIEVE_TOOL]
+    return window
+
+
+def prompt_tokens(messages: list[dict[str, Any]], **request: Any) -> int:
+    """The prompt tokens the server counts for a request (one token generated)."""
+    response = get_litellm().completion(
+        model=MODEL,
+        api_base=API_BASE,
+        api_key="sk-ctxeval-local",
+        messages=messages,
+        temperature=0,
+        max_tokens=1,
+        timeout=120,
+        **request,
+    )
+    return int(response.usage.prompt_tokens)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
