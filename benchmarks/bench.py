@@ -1,4 +1,4 @@
-"""Performance figures for DESIGN section 11, printed as numbers.
+"""Performance figures of the harness, printed as numbers.
 
     python benchmarks/bench.py            # everything (about a minute)
     python benchmarks/bench.py --quick    # skip the xdist scaling run

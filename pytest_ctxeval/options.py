@@ -50,6 +50,30 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "Parallel model calls within a worker",
         "8",
     ),
+    "ctx_repeat": (
+        "--ctx-repeat",
+        "Ask each probe N times under the strategy and under the full context; "
+        "records carry both pass rates with Wilson intervals",
+        "1",
+    ),
+    "ctx_agreement": (
+        "--ctx-agreement",
+        "Without an expectation, the normalised token F1 (0..1) an answer needs "
+        "against the full-context answer to agree with it",
+        "0.6",
+    ),
+    "ctx_judge": (
+        "--ctx-judge",
+        "A litellm model that decides whether two answers agree when a probe has no "
+        "expectation (replaces the token F1 measure; recorded in cassettes)",
+        None,
+    ),
+    "ctx_context_window": (
+        "--ctx-context-window",
+        "The model's context window in tokens (default: litellm's model info; "
+        "otherwise only the provider's context-length error tells)",
+        None,
+    ),
 }
 
 
@@ -81,6 +105,45 @@ def _concurrency(value: str) -> int:
     return number
 
 
+def _repeat(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise pytest.UsageError(
+            f"--ctx-repeat: invalid value {value!r}; expected a whole number >= 1"
+        )
+    return number
+
+
+def _agreement(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 < number <= 1.0:
+        raise pytest.UsageError(
+            f"--ctx-agreement: invalid value {value!r}; expected a number in (0, 1], "
+            "e.g. 0.6 (1 = equal after normalisation)"
+        )
+    return number
+
+
+def _context_window(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value.replace(",", "").replace("_", ""))
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise pytest.UsageError(
+            f"--ctx-context-window: invalid value {value!r}; expected a number of tokens >= 1"
+        )
+    return number
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("ctxeval", "context-strategy evaluation (pytest-ctxeval)")
     for dest, (flag, help_text, default) in _OPTIONS.items():
@@ -107,6 +170,10 @@ class CtxOptions:
     cassettes: Path = Path("reports/cassettes")
     record: str = "new"
     concurrency: int = 8
+    repeat: int = 1
+    agreement: float = 0.6
+    judge: str | None = None
+    context_window: int | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> CtxOptions:
@@ -137,4 +204,8 @@ class CtxOptions:
             cassettes=output_path("ctx_cassettes"),
             record=_record_mode(get("ctx_record") or "new"),
             concurrency=_concurrency(get("ctx_concurrency") or "8"),
+            repeat=_repeat(get("ctx_repeat") or "1"),
+            agreement=_agreement(get("ctx_agreement") or "0.6"),
+            judge=get("ctx_judge"),
+            context_window=_context_window(get("ctx_context_window")),
         )

@@ -51,6 +51,10 @@ class CtxSession:
                     cassette_dir=options.cassettes,
                     record=options.record,  # type: ignore[arg-type]
                     concurrency=options.concurrency if self.batch_runs else 1,
+                    repeat=options.repeat,
+                    agreement_threshold=options.agreement,
+                    judge=options.judge,
+                    context_window=options.context_window,
                 ),
                 selection=self.selection,
             )

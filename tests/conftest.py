@@ -17,7 +17,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-# DESIGN §5: the fields every result record has.
+# The fields every result record has (a public contract).
 RECORD_FIELDS = frozenset(
     {
         "run_id",

@@ -53,6 +53,7 @@ def reply(
     prompt_tokens: int = 11,
     completion_tokens: int = 3,
     delay_s: float = 0.0,
+    finish_reason: str | None = None,
 ) -> Reply:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
@@ -68,7 +69,7 @@ def reply(
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                    "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
                 }
             ],
             "usage": {

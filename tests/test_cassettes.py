@@ -117,6 +117,7 @@ def test_cassette_file_is_readable_sorted_and_deterministic(
         "tool_calls": [],
         "usage": {"prompt_tokens": 11, "completion_tokens": 3},
         "cost_usd": 0.0,
+        "finish_reason": "stop",
     }
     # Pretty-printed with sorted keys, so a PR diff is readable and stable.
     assert text == json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from pytest_ctxeval.evaluate.outcome import Rates, classify
 from pytest_ctxeval.evaluate.scoring import (
     agreement,
     check_answer,
-    classify,
     normalise_answer,
     token_f1,
 )
@@ -101,7 +101,8 @@ def test_no_answer_fails_positive_checks_and_passes_negative_ones():
     ],
 )
 def test_classify(strategy_passed, full_passed, classification):
-    assert classify(strategy_passed, full_passed) == classification
+    asked_once = Rates(int(strategy_passed), 1), Rates(int(full_passed), 1)
+    assert classify(*asked_once) == classification
 
 
 # -- checks a reader would accept ----------------------------------------------------------

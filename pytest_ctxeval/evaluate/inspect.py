@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -38,7 +39,7 @@ def window_at(
             end_session = getattr(strategy, "end_session", None)
             if callable(end_session):
                 end_session()
-        strategy.add(message)
+        strategy.add(copy.deepcopy(message))  # as in a run: the strategy gets copies
     if turn is None:
         case = next((p for p in conversation.probes if probe in (None, p.id)), None)
         if case is None:

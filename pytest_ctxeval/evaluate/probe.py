@@ -25,24 +25,43 @@ class ProbeAnswer:
     # Prompt tokens of every request made for this probe (tool steps included).
     request_tokens: list[int] = field(default_factory=list)
     tool_errors: list[str] = field(default_factory=list)
+    # The request was longer than the model's context window.
+    context_exceeded: bool = False
 
 
-def ask(client: ModelClient, window: Window, *, model: str) -> ProbeAnswer:
+def unusable_answer(content: str | None, finish_reason: str | None) -> str | None:
+    """Why a final reply cannot be scored as an answer, or None when it can."""
+    if content is None:
+        return "the model returned no answer (content null)"
+    if not content.strip():
+        return "the model returned an empty answer"
+    if finish_reason == "length":
+        return "the answer was cut off at the token limit (finish_reason: length)"
+    return None
+
+
+def ask(client: ModelClient, window: Window, *, model: str, seed: int | None = None) -> ProbeAnswer:
+    """The model's answer to the window, after answering its tool calls.
+
+    An answer that is empty or was cut off at the token limit is not an
+    answer: it comes back with ``error`` set, so it is never scored."""
     result = ProbeAnswer()
     messages = list(window.messages)
     for step in range(MAX_TOOL_STEPS + 1):
         result.request_tokens.append(window_tokens(messages, window.tools, model))
         tools = window.tools if step < MAX_TOOL_STEPS else None
         try:
-            completion = client.complete(messages, tools)
+            completion = client.complete(messages, tools, seed=seed)
         except ModelError as exc:
             result.error = str(exc)
+            result.context_exceeded = exc.context_exceeded
             return result
         result.llm_calls += 1
         result.cost_usd += completion.cost_usd
         result.latency_s += completion.latency_s
         if not completion.tool_calls:
-            result.answer = completion.content or ""
+            result.answer = completion.content
+            result.error = unusable_answer(completion.content, completion.finish_reason)
             return result
         messages.append(
             {

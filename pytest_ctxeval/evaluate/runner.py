@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
@@ -25,12 +26,20 @@ from ..results.record import ResultRecord
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
+from ..strategies.window_rules import keeps_system_prompt, window_violations
+
+if TYPE_CHECKING:
+    from .judge import JudgeResult
+from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer, ask
-from .scoring import agreement, check_answer, classify
+from .scoring import check_answer
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
+_K = TypeVar("_K")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -38,8 +47,14 @@ class EvalSettings:
     model: str = "ctxeval/oracle"
     api_base: str | None = None
     # Without an expectation, answers must agree with the full-context answer
-    # at least this much (1.0 = equal after normalisation).
-    agreement_threshold: float = 1.0
+    # at least this much (normalised token F1; 1.0 = equal after normalisation).
+    agreement_threshold: float = 0.6
+    # A model that judges agreement instead of the token F1; None = F1.
+    judge: str | None = None
+    # Times each probe is asked, under the strategy and under the full context.
+    repeat: int = 1
+    # The model's context window in tokens; None = litellm's model info, if any.
+    context_window: int | None = None
     # Record/replay of real-model calls; None = no cassettes.
     cassette_dir: Path | None = None
     record: RecordMode = "new"
@@ -62,6 +77,16 @@ class _Pending:
 
 
 @dataclass
+class _Truth:
+    """The full-context run of one probe, shared by every strategy."""
+
+    answers: list[ProbeAnswer]
+    tokens: int
+    # Why there is no ground truth: the full context does not fit the model.
+    beyond: str | None = None
+
+
+@dataclass
 class Evaluator:
     settings: EvalSettings
     client: ModelClient = field(init=False)
@@ -69,7 +94,8 @@ class Evaluator:
     # missing here evaluates all of its conversation's probes together.
     selection: dict[RunKey, set[str]] = field(default_factory=dict)
     _traces: dict[RunKey, SessionTrace] = field(default_factory=dict)
-    _truth: dict[tuple[str, str, str], tuple[ProbeAnswer, int]] = field(default_factory=dict)
+    judge_client: ModelClient | None = field(init=False, default=None)
+    _truth: dict[tuple[str, str, str], _Truth] = field(default_factory=dict)
     _ready: dict[tuple[str, str, str, str], ResultRecord] = field(default_factory=dict)
     _batched: set[RunKey] = field(default_factory=set)
 
@@ -77,9 +103,14 @@ class Evaluator:
         cassettes = None
         if self.settings.cassette_dir is not None:
             cassettes = CassetteStore(self.settings.cassette_dir, self.settings.record)
-        self.client = ModelClient(
-            self.settings.model, api_base=self.settings.api_base, cassettes=cassettes
-        )
+        settings = self.settings
+        self.client = ModelClient(settings.model, api_base=settings.api_base, cassettes=cassettes)
+        if settings.context_window is None:
+            settings.context_window = context_window_of(settings.model)
+        if settings.judge is not None:
+            # The judge shares the server only when it is the model under test.
+            api_base = settings.api_base if settings.judge == settings.model else None
+            self.judge_client = ModelClient(settings.judge, api_base=api_base, cassettes=cassettes)
 
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
@@ -113,41 +144,56 @@ class Evaluator:
     ) -> list[ResultRecord]:
         # Strategies need not be thread-safe: simulate and build windows here.
         pending = [self._prepare(conversation, spec, p, source) for p in probes]
-        jobs: dict[tuple[str, str], Callable[[], ProbeAnswer]] = {}
-        truth_windows: dict[str, tuple[Window, int]] = {}
+        jobs: dict[tuple[str, str, int], Callable[[], ProbeAnswer]] = {}
+        new_truths: dict[str, _Truth] = {}
         for item in pending:
             if item.window is None:
                 continue
             context = CallContext(conversation.id, spec.name, item.probe.id)
-            jobs[("answer", item.probe.id)] = _asker(
-                self.client, item.window, context, self.settings.model
-            )
-            if (source, conversation.id, item.probe.id) not in self._truth:
-                window, tokens = _full_window(conversation, item.probe, self.settings.model)
-                truth_windows[item.probe.id] = (window, tokens)
-                if item.window.messages == window.messages and not item.window.tools:
-                    # The same request (e.g. under `full`): ask once, as a
-                    # cassette replay would when the two run one after the other.
-                    continue
-                context = CallContext(
-                    conversation.id, None, item.probe.id, "full-context ground truth"
+            for r in range(self.settings.repeat):
+                jobs[("answer", item.probe.id, r)] = _asker(
+                    self.client, item.window, context, self.settings.model, _seed(r)
                 )
-                jobs[("truth", item.probe.id)] = _asker(
-                    self.client, window, context, self.settings.model
+            key = (source, conversation.id, item.probe.id)
+            if key in self._truth or item.probe.id in new_truths:
+                continue
+            window, tokens = _full_window(conversation, item.probe, self.settings.model)
+            truth = new_truths[item.probe.id] = _Truth([], tokens)
+            limit = self.settings.context_window
+            if limit is not None and tokens > limit:
+                truth.beyond = (
+                    f"the full context ({tokens:,} tokens) exceeds the model's context "
+                    f"window ({limit:,} tokens)"
+                )
+                continue
+            context = CallContext(conversation.id, None, item.probe.id, "full-context ground truth")
+            for r in range(self.settings.repeat):
+                # Under `full` this is the strategy's own request: the client
+                # asks it once and both sides share the answer.
+                jobs[("truth", item.probe.id, r)] = _asker(
+                    self.client, window, context, self.settings.model, _seed(r)
                 )
         answers = self._run(jobs)
-        for probe_id, (_, tokens) in truth_windows.items():
-            truth = answers.get(("truth", probe_id)) or answers[("answer", probe_id)]
-            self._truth[(source, conversation.id, probe_id)] = (truth, tokens)
+        for probe_id, truth in new_truths.items():
+            if truth.beyond is None:
+                truth.answers = [
+                    answers[("truth", probe_id, r)] for r in range(self.settings.repeat)
+                ]
+                exceeded = next((a for a in truth.answers if a.context_exceeded), None)
+                if exceeded is not None:
+                    truth.beyond = f"the full context does not fit the model: {exceeded.error}"
+            self._truth[(source, conversation.id, probe_id)] = truth
+        finished = []
         for item in pending:
             if item.window is not None and item.trace is not None:
-                truth, full_tokens = self._truth[(source, conversation.id, item.probe.id)]
-                self._finish(item, answers[("answer", item.probe.id)], truth, full_tokens)
+                truth = self._truth[(source, conversation.id, item.probe.id)]
+                asked = [answers[("answer", item.probe.id, r)] for r in range(self.settings.repeat)]
+                self._finish(item, asked, truth)
+                finished.append((item, asked, truth))
+        self._judge_agreements(finished)
         return [item.record for item in pending]
 
-    def _run(
-        self, jobs: dict[tuple[str, str], Callable[[], ProbeAnswer]]
-    ) -> dict[tuple[str, str], ProbeAnswer]:
+    def _run(self, jobs: dict[_K, Callable[[], _T]]) -> dict[_K, _T]:
         workers = min(self.settings.concurrency, len(jobs))
         if workers <= 1:
             return {key: job() for key, job in jobs.items()}
@@ -188,61 +234,136 @@ class Evaluator:
         except Exception as exc:  # a strategy bug is this item's error, not the run's
             record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
             return item
-        record.fact_survival = fact_survival(conversation.facts, window)
+        record.fact_survival = fact_survival(
+            conversation.facts, window, coincidental=conversation.coincidental_answers
+        )
         record.prompt_tokens = window_tokens(window.messages, window.tools, model)
         record.cached_prefix_tokens = shared_prefix_tokens(
-            item.trace.last_window, window.messages, model
+            item.trace.last_window,
+            window.messages,
+            model,
+            previous_tools=item.trace.last_tools,
+            tools=window.tools,
         )
+        given = [*conversation.messages, {"role": "user", "content": probe.question}]
+        broken = window_violations(given, window, keep_system=keeps_system_prompt(spec.params))
+        if broken:
+            # A window that breaks the rules would make any verdict meaningless.
+            record.error = f"strategy {spec.name!r} broke the window rules: " + "; ".join(broken)
+            return item
+        limit = self.settings.context_window
+        if limit is not None and record.prompt_tokens > limit:
+            record.error = (
+                f"strategy {spec.name!r} built a window of {record.prompt_tokens:,} tokens, "
+                f"over the model's context window of {limit:,}"
+            )
+            return item
         item.window = window
         return item
 
-    def _finish(
-        self, item: _Pending, answer: ProbeAnswer, truth: ProbeAnswer, full_tokens: int
-    ) -> None:
-        record, trace = item.record, item.trace
+    def _finish(self, item: _Pending, asked: list[ProbeAnswer], truth: _Truth) -> None:
+        record, trace, first = item.record, item.trace, asked[0]
         assert trace is not None
-        record.answer = answer.answer
-        record.ground_truth_answer = truth.answer
-        record.full_prompt_tokens = full_tokens
-        record.llm_calls = answer.llm_calls + item.strategy_calls
+        record.repeat = len(asked)
+        record.answer = first.answer
+        record.ground_truth_answer = truth.answers[0].answer if truth.answers else None
+        if len(asked) > 1:
+            record.answers = [a.answer for a in asked]
+            record.ground_truth_answers = [a.answer for a in truth.answers] or None
+        record.full_prompt_tokens = truth.tokens
+        record.no_ground_truth = truth.beyond
+        # Calls, cost and latency add up over every ask of the probe.
+        record.llm_calls = sum(a.llm_calls for a in asked) + item.strategy_calls
         record.strategy_calls = item.strategy_calls
         record.strategy_input_tokens = item.strategy_input_tokens
-        record.memory_retrievals = answer.memory_retrievals
-        record.cost_usd = answer.cost_usd + item.strategy_cost_usd
+        record.memory_retrievals = sum(a.memory_retrievals for a in asked)
+        record.cost_usd = sum(a.cost_usd for a in asked) + item.strategy_cost_usd
         # What the provider's prompt cache would take off the probe request.
         savings = cache_savings_usd(
             self.settings.model, record.cached_prefix_tokens, record.prompt_tokens
         )
-        record.cached_cost_usd = max(record.cost_usd - savings, 0.0)
-        record.latency_s = round(answer.latency_s, 6)
-        record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(answer.request_tokens)
-        record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *answer.request_tokens])
-        if answer.tool_errors:
+        record.cached_cost_usd = max(record.cost_usd - savings * len(asked), 0.0)
+        record.latency_s = round(sum(a.latency_s for a in asked), 6)
+        record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(first.request_tokens)
+        record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *first.request_tokens])
+        for answer in asked:
             record.failed_checks.extend(f"tool call: {e}" for e in answer.tool_errors)
-        if answer.error is not None:
-            record.error = f"model error: {answer.error}"
+        failed = next((a for a in asked if a.error is not None), None)
+        if failed is not None:
+            if failed.context_exceeded:
+                record.error = (
+                    f"the strategy's window ({record.prompt_tokens:,} tokens) does not fit "
+                    f"the model: {failed.error}"
+                )
+            else:
+                record.error = f"model error: {failed.error}"
             return
-        if truth.error is not None:
-            record.error = f"model error in the full-context run: {truth.error}"
+        truth_failed = next((a for a in truth.answers if a.error is not None), None)
+        if truth.beyond is None and truth_failed is not None:
+            record.error = f"model error in the full-context run: {truth_failed.error}"
             return
-        self._score(record, item.probe, answer, truth)
+        if item.probe.expect is None and item.probe.constraint_check is None:
+            if truth.beyond is not None:
+                record.classification = "beyond_context"
+                record.error = f"nothing to score against: no expectation, and {truth.beyond}"
+            elif self.judge_client is None:
+                agree_by_f1(
+                    record,
+                    [a.answer for a in asked],
+                    [t.answer for t in truth.answers],
+                    self.settings.agreement_threshold,
+                )
+            return
+        self._score(record, item.probe, asked, truth)
 
     def _score(
-        self, record: ResultRecord, probe: ProbeCase, answer: ProbeAnswer, truth: ProbeAnswer
+        self, record: ResultRecord, probe: ProbeCase, asked: list[ProbeAnswer], truth: _Truth
     ) -> None:
-        if probe.expect is None and probe.constraint_check is None:
-            agrees = agreement(answer.answer, truth.answer) >= self.settings.agreement_threshold
-            record.verdict = "pass" if agrees else "fail"
-            record.classification = "ok" if agrees else "divergent"
-            if not agrees:
-                record.failed_checks.append("agrees with the full-context answer")
+        failures = [_check(a.answer, probe) for a in asked]
+        strategy = Rates(sum(1 for f in failures if not f), len(failures))
+        record.failed_checks.extend(next((f for f in failures if f), []))
+        record.verdict = verdict_of(strategy)  # type: ignore[assignment]
+        record.pass_rate, record.pass_rate_interval = strategy.rate, strategy.interval()
+        record.unstable = strategy.mixed
+        if truth.beyond is not None:
+            record.classification = "beyond_context"
             return
-        failed = _check(answer.answer, probe)
-        truth_failed = _check(truth.answer, probe)
-        record.failed_checks.extend(failed)
-        record.verdict = "fail" if failed else "pass"
-        record.ground_truth_verdict = "fail" if truth_failed else "pass"
-        record.classification = classify(not failed, not truth_failed)  # type: ignore[assignment]
+        truth_failures = [_check(a.answer, probe) for a in truth.answers]
+        full = Rates(sum(1 for f in truth_failures if not f), len(truth_failures))
+        record.ground_truth_verdict = verdict_of(full)  # type: ignore[assignment]
+        record.ground_truth_pass_rate = full.rate
+        record.ground_truth_pass_rate_interval = full.interval()
+        record.unstable = strategy.mixed or full.mixed
+        record.classification = classify(strategy, full)  # type: ignore[assignment]
+        if record.classification == "context_loss":
+            record.verdict = "fail"  # credibly worse, even if it passed half of the asks
+
+    def _judge_agreements(self, finished: list[tuple[_Pending, list[ProbeAnswer], _Truth]]) -> None:
+        """Without an expectation, and with a judge model: ask it, in parallel."""
+        judge = self.judge_client
+        if judge is None:
+            return
+        jobs: dict[tuple[int, int], Callable[[], JudgeResult]] = {}
+        for index, (item, asked, truth) in enumerate(finished):
+            record, probe = item.record, item.probe
+            if record.error is not None or record.classification == "beyond_context":
+                continue
+            if probe.expect is not None or probe.constraint_check is not None:
+                continue
+            for r, (answer, reference) in enumerate(zip(asked, truth.answers, strict=True)):
+                jobs[(index, r)] = partial(
+                    ask_judge,
+                    judge,
+                    record,
+                    probe.question,
+                    answer.answer or "",
+                    reference.answer or "",
+                )
+        verdicts = self._run(jobs)
+        for index, (item, asked, _) in enumerate(finished):
+            results = [verdicts[(index, r)] for r in range(len(asked)) if (index, r) in verdicts]
+            if results:
+                apply_judgements(item.record, judge.model, results)
 
     def _trace(self, conversation: Conversation, spec: StrategySpec, source: str) -> SessionTrace:
         key = (source, conversation.id, spec.name)
@@ -262,13 +383,33 @@ def _full_window(conversation: Conversation, probe: ProbeCase, model: str) -> tu
     return Window(messages), window_tokens(messages, None, model)
 
 
+def _seed(repeat: int) -> int | None:
+    """The first ask is the plain request (so existing cassettes replay);
+    each further one carries its own seed, a distinct request."""
+    return None if repeat == 0 else repeat
+
+
+def context_window_of(model: str) -> int | None:
+    """The model's input limit from litellm's bundled model info; None if unknown."""
+    if model.startswith("ctxeval/"):
+        return None
+    from ..llm._litellm import get_litellm
+
+    try:
+        info = get_litellm().get_model_info(model)
+    except Exception:  # unknown to the bundled map (local servers): the provider will say
+        return None
+    limit = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(limit) if limit else None
+
+
 def _asker(
-    client: ModelClient, window: Window, context: CallContext, model: str
+    client: ModelClient, window: Window, context: CallContext, model: str, seed: int | None
 ) -> Callable[[], ProbeAnswer]:
     def run() -> ProbeAnswer:
         with call_context(context):
             try:
-                return ask(client, window, model=model)
+                return ask(client, window, model=model, seed=seed)
             except Exception as exc:  # e.g. a tool handler's bug: this item's error only
                 return ProbeAnswer(error=f"{type(exc).__name__}: {exc}")
 

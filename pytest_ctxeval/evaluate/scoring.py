@@ -91,11 +91,5 @@ def agreement(answer: str | None, reference: str | None) -> float:
     return token_f1(answer or "", reference or "")
 
 
-def classify(strategy_passed: bool, full_passed: bool) -> str:
-    if strategy_passed:
-        return "ok" if full_passed else "rescued"
-    return "context_loss" if full_passed else "model_miss"
-
-
 def _is_punctuation(char: str) -> bool:
     return char in string.punctuation or unicodedata.category(char).startswith("P")

@@ -51,6 +51,26 @@ MAX_RETRY_AFTER_S = 60.0
 class ModelError(RuntimeError):
     """A model call that failed for good (after retries, or not retryable)."""
 
+    def __init__(self, message: str, *, context_exceeded: bool = False) -> None:
+        super().__init__(message)
+        # The request was longer than the model's context window.
+        self.context_exceeded = context_exceeded
+
+
+# How providers and OpenAI-compatible servers word a request that is too long
+# (OpenAI, Anthropic, vLLM, llama.cpp), for when litellm maps it to a plain 400.
+_CONTEXT_EXCEEDED = re.compile(
+    r"maximum context length|context[ _]length[ _]exceeded|exceeds? (the )?context window"
+    r"|context window of \d+|prompt is too long|too many tokens|input is too long",
+    re.IGNORECASE,
+)
+
+
+def is_context_exceeded(exc: BaseException) -> bool:
+    return type(exc).__name__ == "ContextWindowExceededError" or bool(
+        _CONTEXT_EXCEEDED.search(str(exc))
+    )
+
 
 @dataclass
 class Completion:
@@ -60,6 +80,16 @@ class Completion:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
+    # "stop", "tool_calls", "length" (cut off at the token limit), ...; None if unknown.
+    finish_reason: str | None = None
+
+
+@dataclass
+class _Asked:
+    """One distinct request of this run: asked once, its answer shared."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    completion: Completion | None = None
 
 
 @dataclass
@@ -74,6 +104,11 @@ class ModelClient:
     calls: int = 0
     # Record/replay of real-model calls; None = always call.  Mocks never use it.
     cassettes: CassetteStore | None = None
+    # Every distinct request is asked once per run, whatever the record mode:
+    # asking twice lets a nondeterministic server contradict itself (two
+    # answers to one window), which would turn into a spurious verdict.
+    _asked: dict[str, _Asked] = field(default_factory=dict, repr=False)
+    _asked_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def complete(
         self,
@@ -82,7 +117,10 @@ class ModelClient:
         *,
         context: CallContext | None = None,
         response_format: dict[str, Any] | None = None,
+        seed: int | None = None,
     ) -> Completion:
+        """``seed`` tells repeated asks of one request apart (``--ctx-repeat``):
+        each seed is a distinct request, asked and recorded on its own."""
         litellm = get_litellm()
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -95,6 +133,8 @@ class ModelClient:
         if response_format:
             # OpenAI structured output: {"type": "json_schema", "json_schema": {...}}.
             kwargs["response_format"] = response_format
+        if seed is not None:
+            kwargs["seed"] = seed
         if self.api_base:
             kwargs["api_base"] = self.api_base
             # Local OpenAI-compatible servers want some key; a real one from
@@ -107,6 +147,19 @@ class ModelClient:
             # The retries below are the only ones: the OpenAI SDK would otherwise
             # retry 429/5xx/timeouts on its own, multiplying attempts and latency.
             kwargs["max_retries"] = 0
+        params = {k: kwargs[k] for k in SAMPLING_PARAMS if k in kwargs}
+        key = request_hash(
+            build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
+        )
+        with self._asked_lock:
+            asked = self._asked.setdefault(key, _Asked())
+        # Held while asking: a concurrent identical request waits for this answer.
+        with asked.lock:
+            if asked.completion is None:
+                asked.completion = self._ask(litellm, kwargs, context)
+            return asked.completion
+
+    def _ask(self, litellm: Any, kwargs: dict[str, Any], context: CallContext | None) -> Completion:
         cassette = self._cassette_lookup(kwargs, context)
         if isinstance(cassette, Completion):
             return cassette
@@ -122,7 +175,9 @@ class ModelClient:
                 # A missing key comes back as a 500 from some providers: it
                 # will not get better by waiting.
                 missing_key = "Missing credentials" in str(exc) or "api_key" in str(exc)
-                if name == "ContextWindowExceededError" or name not in RETRYABLE or missing_key:
+                if is_context_exceeded(exc):
+                    raise ModelError(f"{name}: {_first_line(exc)}", context_exceeded=True) from exc
+                if name not in RETRYABLE or missing_key:
                     raise ModelError(f"{name}: {_first_line(exc)}") from exc
                 logger.warning(
                     "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
@@ -170,7 +225,8 @@ class ModelClient:
 
     def _completion(self, response: Any, latency: float) -> Completion:
         try:
-            message = response.choices[0].message
+            choice = response.choices[0]
+            message = choice.message
         except (AttributeError, IndexError) as exc:
             raise ModelError(f"malformed response from {self.model}: no choices") from exc
         calls = [
@@ -192,6 +248,7 @@ class ModelClient:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=self._cost(response),
             latency_s=latency,
+            finish_reason=getattr(choice, "finish_reason", None),
         )
 
     def _cost(self, response: Any) -> float:
@@ -243,6 +300,7 @@ def _cassette_response(completion: Completion) -> dict[str, Any]:
             "completion_tokens": completion.completion_tokens,
         },
         "cost_usd": completion.cost_usd,
+        "finish_reason": completion.finish_reason,
     }
 
 
@@ -254,6 +312,7 @@ def _replayed(response: dict[str, Any]) -> Completion:
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cost_usd=float(response.get("cost_usd") or 0.0),
+        finish_reason=response.get("finish_reason"),
     )
 
 

@@ -23,6 +23,7 @@ def _reply_for(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]],
     response_format: dict[str, Any] | None = None,
+    seed: int | None = None,
 ) -> oracle.Reply:
     schema = structured.requested_schema(response_format)
     if schema is not None and model in ("oracle", "lost-in-middle"):
@@ -33,7 +34,9 @@ def _reply_for(
         question = next(
             (m.get("content") or "" for m in reversed(messages) if m.get("role") == "user"), ""
         )
-        return oracle.respond(messages, tools, attention=oracle.lost_in_middle_attention(question))
+        # A seed (a repeated ask, --ctx-repeat) draws attention afresh.
+        draw = question if seed is None else f"{question}\x00seed={seed}"
+        return oracle.respond(messages, tools, attention=oracle.lost_in_middle_attention(draw))
     if model == "echo":
         return oracle.Reply(content=oracle.echo(messages))
     raise MockModelError(
@@ -52,7 +55,11 @@ def register_mock_provider(litellm: ModuleType) -> None:
             params = kwargs.get("optional_params") or {}
             tools = params.get("tools") or []
             reply = _reply_for(
-                model.removeprefix(f"{PROVIDER}/"), messages, tools, params.get("response_format")
+                model.removeprefix(f"{PROVIDER}/"),
+                messages,
+                tools,
+                params.get("response_format"),
+                params.get("seed"),
             )
             message: dict[str, Any] = {"role": "assistant", "content": reply.content}
             if reply.tool_calls:

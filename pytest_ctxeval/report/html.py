@@ -103,7 +103,7 @@ def _failure(record: ResultRecord) -> dict[str, Any]:
     return {
         "record": record,
         "expected": _pretty(record.expected) if record.expected is not None else None,
-        # DESIGN §2: a divergent probe is reported with its diff to the full context.
+        # A divergent probe is reported with its diff to the full context.
         "diff": _diff(record.answer, record.ground_truth_answer)
         if record.classification == "divergent"
         else "",
@@ -126,7 +126,12 @@ def _run_info(records: list[ResultRecord], extra: dict | None) -> dict[str, Any]
 
 # Short cell labels keep a dozen strategies side by side on one screen; the
 # full name is the cell's tooltip and the legend's.
-_SHORT = {"context_loss": "loss", "model_miss": "miss", "divergent": "div"}
+_SHORT = {
+    "context_loss": "loss",
+    "model_miss": "miss",
+    "divergent": "div",
+    "beyond_context": "beyond",
+}
 
 
 def _matrix_rows(matrix: pd.DataFrame) -> list[dict[str, Any]]:

@@ -13,10 +13,14 @@ from .record import CLASSIFICATIONS, ResultRecord
 # Worst first: a matrix cell shows the most alarming outcome of its probes.
 # context_loss is the bug the tool exists to catch; error means "unknown" and
 # must not hide behind ok; model_miss is not the strategy's fault.
+# beyond_context may hide a loss (there is no ground truth to tell); unstable
+# is noise that is not credibly the strategy's.
 SEVERITY: dict[str, int] = {
-    "context_loss": 5,
-    "error": 4,
-    "divergent": 3,
+    "context_loss": 7,
+    "error": 6,
+    "beyond_context": 5,
+    "divergent": 4,
+    "unstable": 3,
     "model_miss": 2,
     "rescued": 1,
     "ok": 0,

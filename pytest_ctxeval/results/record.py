@@ -1,4 +1,4 @@
-"""The result record: one per (scenario x strategy x probe x repeat)."""
+"""The result record: one per (scenario x strategy x probe)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["pass", "fail", "error"]
-Classification = Literal["ok", "context_loss", "model_miss", "rescued", "divergent", "error"]
+Classification = Literal[
+    "ok",
+    "context_loss",
+    "model_miss",
+    "rescued",
+    "divergent",
+    "unstable",
+    "beyond_context",
+    "error",
+]
 Survival = Literal["verbatim", "transformed", "in_store", "gone"]
 
 CLASSIFICATIONS: tuple[str, ...] = (
@@ -15,6 +24,8 @@ CLASSIFICATIONS: tuple[str, ...] = (
     "rescued",
     "context_loss",
     "divergent",
+    "unstable",
+    "beyond_context",
     "model_miss",
     "error",
 )
@@ -32,7 +43,9 @@ class ResultRecord(BaseModel):
     strategy: str
     model: str
     probe: str
-    repeat: int = 0
+    # How many times the probe was asked under the strategy and under the
+    # full context (--ctx-repeat); rates and intervals below cover them all.
+    repeat: int = 1
     verdict: Verdict
     classification: Classification
     answer: str | None = None
@@ -59,3 +72,19 @@ class ResultRecord(BaseModel):
     memory_retrievals: int = 0
     error: str | None = None
     budget: int | None = None
+    # Fraction of the asks that met the expectation (or agreed with the
+    # full-context answer), with its 95 % Wilson interval; None when unscored.
+    pass_rate: float | None = None
+    pass_rate_interval: tuple[float, float] | None = None
+    ground_truth_pass_rate: float | None = None
+    ground_truth_pass_rate_interval: tuple[float, float] | None = None
+    # Some asks passed and some failed (only possible with --ctx-repeat > 1).
+    unstable: bool = False
+    # Every answer when the probe was asked more than once.
+    answers: list[str | None] | None = None
+    ground_truth_answers: list[str | None] | None = None
+    # Why there is no full-context answer (``beyond_context``): it does not fit the model.
+    no_ground_truth: str | None = None
+    # Without an expectation: how the answers were compared, and the result.
+    agreement: float | None = None
+    judge: dict[str, Any] | None = None
