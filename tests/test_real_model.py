@@ -324,3 +324,43 @@ def prompt_tokens(messages: list[dict[str, Any]], **request: Any) -> int:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+LONGER_THAN_THE_SERVER = """\
+id: beyond-the-server
+system: You are a helpful assistant. Answer in one short sentence.
+turns:
+  - user: Show me the service log.
+  - tool: {name: read_log, generate: {kind: log_lines, tokens: 10000, seed: 3}}
+  - assistant: The log is long; nothing stands out.
+  - generate: {kind: chitchat, turns: 8, seed: 1}
+  - user: Our staging database listens on port 5432.
+  - assistant: Noted, the staging database uses port 5432.
+probes:
+  - {id: port, user: "Which port does the staging database use?", expect: {contains: "5432"}}
+"""
+
+
+def test_a_session_longer_than_the_servers_window_is_beyond_context(
+    pytester: pytest.Pytester,
+) -> None:
+    # The server holds 8,192 tokens: the full context cannot be asked, the
+    # strategy's short window can. No ground truth, but a scored answer.
+    pytester.makefile(".yaml", **{"scenarios/beyond": LONGER_THAN_THE_SERVER})
+    result = pytester.runpytest(
+        f"--ctx-model={MODEL}",
+        f"--ctx-api-base={API_BASE}",
+        "--ctx-strategy=sliding",
+        "--ctx-results=results.jsonl",
+        "--ctx-fail-on=never",
+        "-p",
+        "no:xdist",
+    )
+    result.assert_outcomes(passed=1)
+    (record,) = read_jsonl(pytester.path / "results.jsonl")
+    assert record["classification"] == "beyond_context", record["error"]
+    assert record["error"] is None
+    assert record["full_prompt_tokens"] > 8192
+    assert "context" in record["no_ground_truth"]
+    assert record["answer"] and record["answer"].strip()
+    assert record["verdict"] in ("pass", "fail")

@@ -14,7 +14,8 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
     from ..results.frame import records_frame, strategy_summary
 
     # Integer columns only: iterrows over mixed int/float columns yields floats.
-    cols = ["items", "passed", "context_loss", "model_miss", "divergent", "error"]
+    others = ["divergent", "unstable", "beyond_context", "error"]
+    cols = ["items", "passed", "context_loss", "model_miss", *others]
     summary = strategy_summary(records_frame(records))[[*cols, "cumulative_input_tokens"]]
     rows = [
         (
@@ -22,7 +23,7 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
             f"{row['passed']}/{row['items']}",
             str(row["context_loss"]),
             str(row["model_miss"]),
-            str(row["divergent"] + row["error"]),
+            str(sum(row[c] for c in others)),
             f"{row['cumulative_input_tokens']:,}",
         )
         for name, row in summary.iterrows()
