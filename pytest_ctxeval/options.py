@@ -93,27 +93,13 @@ def _record_mode(value: str) -> str:
     return value
 
 
-def _concurrency(value: str) -> int:
+def _at_least_one(flag: str, value: str) -> int:
     try:
         number = int(value)
     except ValueError:
         number = 0
     if number < 1:
-        raise pytest.UsageError(
-            f"--ctx-concurrency: invalid value {value!r}; expected a whole number >= 1"
-        )
-    return number
-
-
-def _repeat(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise pytest.UsageError(
-            f"--ctx-repeat: invalid value {value!r}; expected a whole number >= 1"
-        )
+        raise pytest.UsageError(f"{flag}: invalid value {value!r}; expected a whole number >= 1")
     return number
 
 
@@ -203,8 +189,8 @@ class CtxOptions:
             scenario_dirs=tuple((root / d).resolve() for d in config.getini("ctx_scenario_dirs")),
             cassettes=output_path("ctx_cassettes"),
             record=_record_mode(get("ctx_record") or "new"),
-            concurrency=_concurrency(get("ctx_concurrency") or "8"),
-            repeat=_repeat(get("ctx_repeat") or "1"),
+            concurrency=_at_least_one("--ctx-concurrency", get("ctx_concurrency") or "8"),
+            repeat=_at_least_one("--ctx-repeat", get("ctx_repeat") or "1"),
             agreement=_agreement(get("ctx_agreement") or "0.6"),
             judge=get("ctx_judge"),
             context_window=_context_window(get("ctx_context_window")),
