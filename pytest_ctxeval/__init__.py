@@ -21,6 +21,8 @@ _EXPORTS = {
     "assert_invariants": "pytest_ctxeval.strategies.invariants",
     "Scenario": "pytest_ctxeval.scenario.schema",
     "ScenarioError": "pytest_ctxeval.scenario.errors",
+    "ScenarioWarning": "pytest_ctxeval.scenario.errors",
+    "window_violations": "pytest_ctxeval.strategies.window_rules",
     "load_scenarios": "pytest_ctxeval.scenario.loader",
     "ResultRecord": "pytest_ctxeval.results.record",
     "load_results": "pytest_ctxeval.results.store",

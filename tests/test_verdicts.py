@@ -490,3 +490,13 @@ def test_bad_values_are_usage_errors(ctx: CtxProject, flag: str, message: str) -
     result = ctx.run(flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+def test_strategy_authors_and_scenario_tools_import_the_new_parts_from_the_package() -> None:
+    import pytest_ctxeval
+    from pytest_ctxeval.scenario.errors import ScenarioWarning
+    from pytest_ctxeval.strategies.window_rules import window_violations
+
+    assert pytest_ctxeval.window_violations is window_violations
+    assert pytest_ctxeval.ScenarioWarning is ScenarioWarning
+    assert {"window_violations", "ScenarioWarning"} <= set(pytest_ctxeval.__all__)
