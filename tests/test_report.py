@@ -280,3 +280,23 @@ def test_summary_lines_counts(records):
 
 def test_summary_lines_without_records():
     assert summary_lines([]) == ["ctxeval: no results recorded"]
+
+
+def test_new_classifications_are_ranked_counted_and_explained():
+    records = [
+        rec(classification="unstable", verdict="fail", repeat=3, pass_rate=1 / 3),
+        rec(
+            strategy="sliding",
+            classification="beyond_context",
+            verdict="fail",
+            no_ground_truth="the full context (9,000 tokens) exceeds the model's context "
+            "window (8,192 tokens)",
+        ),
+    ]
+    html = render_report(records)
+    matrix = section(html, "matrix")
+    assert "unstable" in matrix and "beyond" in matrix
+    failures = section(html, "failures")
+    assert "None: the full context (9,000 tokens) exceeds" in failures
+    (line,) = [x for x in summary_lines(records) if x.startswith("sliding")]
+    assert "other 1" in line  # beyond_context is counted, not lost
