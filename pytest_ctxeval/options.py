@@ -68,6 +68,17 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "expectation (replaces the token F1 measure; recorded in cassettes)",
         None,
     ),
+    "ctx_max_tokens": (
+        "--ctx-max-tokens",
+        "The longest answer asked of a real model, in tokens (an answer cut off there "
+        "is an error, never scored)",
+        "1024",
+    ),
+    "ctx_timeout": (
+        "--ctx-timeout",
+        "Seconds one model call may take in all, retries included",
+        "300",
+    ),
     "ctx_context_window": (
         "--ctx-context-window",
         "The model's context window in tokens (default: litellm's model info; "
@@ -100,6 +111,18 @@ def _at_least_one(flag: str, value: str) -> int:
         number = 0
     if number < 1:
         raise pytest.UsageError(f"{flag}: invalid value {value!r}; expected a whole number >= 1")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0:
+        raise pytest.UsageError(
+            f"--ctx-timeout: invalid value {value!r}; expected a number of seconds > 0"
+        )
     return number
 
 
@@ -160,6 +183,8 @@ class CtxOptions:
     agreement: float = 0.6
     judge: str | None = None
     context_window: int | None = None
+    max_tokens: int = 1024
+    timeout: float = 300.0
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> CtxOptions:
@@ -194,4 +219,6 @@ class CtxOptions:
             agreement=_agreement(get("ctx_agreement") or "0.6"),
             judge=get("ctx_judge"),
             context_window=_context_window(get("ctx_context_window")),
+            max_tokens=_at_least_one("--ctx-max-tokens", get("ctx_max_tokens") or "1024"),
+            timeout=_seconds(get("ctx_timeout") or "300"),
         )

@@ -55,6 +55,8 @@ class CtxSession:
                     agreement_threshold=options.agreement,
                     judge=options.judge,
                     context_window=options.context_window,
+                    max_tokens=options.max_tokens,
+                    deadline_s=options.timeout,
                 ),
                 selection=self.selection,
             )

@@ -55,6 +55,9 @@ class EvalSettings:
     repeat: int = 1
     # The model's context window in tokens; None = litellm's model info, if any.
     context_window: int | None = None
+    # Longest answer asked of a real model; seconds per call, retries included.
+    max_tokens: int | None = 1024
+    deadline_s: float | None = 300.0
     # Record/replay of real-model calls; None = no cassettes.
     cassette_dir: Path | None = None
     record: RecordMode = "new"
@@ -104,13 +107,24 @@ class Evaluator:
         if self.settings.cassette_dir is not None:
             cassettes = CassetteStore(self.settings.cassette_dir, self.settings.record)
         settings = self.settings
-        self.client = ModelClient(settings.model, api_base=settings.api_base, cassettes=cassettes)
+        self.client = self._client(settings.model, settings.api_base, cassettes)
         if settings.context_window is None:
             settings.context_window = context_window_of(settings.model)
         if settings.judge is not None:
             # The judge shares the server only when it is the model under test.
             api_base = settings.api_base if settings.judge == settings.model else None
-            self.judge_client = ModelClient(settings.judge, api_base=api_base, cassettes=cassettes)
+            self.judge_client = self._client(settings.judge, api_base, cassettes)
+
+    def _client(
+        self, model: str, api_base: str | None, cassettes: CassetteStore | None
+    ) -> ModelClient:
+        return ModelClient(
+            model,
+            api_base=api_base,
+            cassettes=cassettes,
+            max_tokens=self.settings.max_tokens,
+            deadline_s=self.settings.deadline_s,
+        )
 
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import re
 import threading
 import time
@@ -32,6 +33,7 @@ RETRYABLE = (
     "APIConnectionError",
     "Timeout",
     "APIError",
+    "BadGatewayError",
 )
 # What shapes an answer, and so goes into a cassette's key.  An allow-list:
 # transport settings (api_base, api_key, timeout, headers) never get in.
@@ -101,6 +103,12 @@ class ModelClient:
     timeout_s: float = 120.0
     max_attempts: int = 4
     backoff_s: float = 1.0
+    # The longest answer asked of a real model: a looping small model would
+    # otherwise generate until its context is full.  None = the server's own.
+    max_tokens: int | None = None
+    # Seconds one call may take in all, retries and waits included: a server
+    # that trickles bytes slips past per-read timeouts.  None = no deadline.
+    deadline_s: float | None = None
     calls: int = 0
     # Record/replay of real-model calls; None = always call.  Mocks never use it.
     cassettes: CassetteStore | None = None
@@ -135,6 +143,8 @@ class ModelClient:
             kwargs["response_format"] = response_format
         if seed is not None:
             kwargs["seed"] = seed
+        if self.max_tokens is not None and not self.model.startswith("ctxeval/"):
+            kwargs["max_tokens"] = self.max_tokens
         if self.api_base:
             kwargs["api_base"] = self.api_base
             # Local OpenAI-compatible servers want some key; a real one from
@@ -164,12 +174,15 @@ class ModelClient:
         if isinstance(cassette, Completion):
             return cassette
         started = time.perf_counter()
+        deadline = None if self.deadline_s is None else started + self.deadline_s
         for attempt in range(1, self.max_attempts + 1):
             try:
                 with _CALLS_LOCK:
                     self.calls += 1
-                response = litellm.completion(**kwargs)
+                response = _within(deadline, self.deadline_s, attempt, litellm.completion, kwargs)
                 break
+            except ModelError:
+                raise
             except Exception as exc:  # litellm maps provider errors to its own types
                 name = type(exc).__name__
                 # A missing key comes back as a 500 from some providers: it
@@ -187,7 +200,13 @@ class ModelClient:
                         f"{name} after {attempt} attempts: {_first_line(exc)}"
                     ) from exc
                 hint = _retry_after_s(exc)
-                time.sleep(hint if hint is not None else self.backoff_s * 2 ** (attempt - 1))
+                wait = hint if hint is not None else self.backoff_s * 2 ** (attempt - 1)
+                if deadline is not None and time.perf_counter() + wait >= deadline:
+                    raise ModelError(
+                        f"{name}, and no time left for attempt {attempt + 1} within the "
+                        f"{self.deadline_s:g} s deadline: {_first_line(exc)}"
+                    ) from exc
+                time.sleep(wait)
         completion = self._completion(response, time.perf_counter() - started)
         if not self.model.startswith("ctxeval/"):
             logger.info(
@@ -258,6 +277,40 @@ class ModelClient:
             return float(get_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # models missing from the bundled cost map cost "unknown" = 0
             return 0.0
+
+
+def _within(
+    deadline: float | None,
+    deadline_s: float | None,
+    attempt: int,
+    call: Any,
+    kwargs: dict[str, Any],
+) -> Any:
+    """``call(**kwargs)``, given up when the deadline passes.
+
+    The call runs in a daemon thread: a blocking HTTP read cannot be
+    interrupted, so on time-out it is abandoned (and dies with its socket or
+    the process) while the item goes on as an error."""
+    if deadline is None:
+        return call(**kwargs)
+    outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+
+    def run() -> None:
+        try:
+            outcome.put((True, call(**kwargs)))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.put((False, exc))
+
+    threading.Thread(target=run, name="ctxeval-call", daemon=True).start()
+    try:
+        ok, value = outcome.get(timeout=max(deadline - time.perf_counter(), 0.0))
+    except queue.Empty:
+        raise ModelError(
+            f"Timeout: no answer within the {deadline_s:g} s deadline (attempt {attempt})"
+        ) from None
+    if ok:
+        return value
+    raise value
 
 
 def _retry_after_s(exc: BaseException) -> float | None:
