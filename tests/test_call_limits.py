@@ -94,3 +94,10 @@ def test_bad_limits_are_usage_errors(ctx: CtxProject, flag: str, message: str) -
     result = ctx.run(flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
+
+
+def test_a_rate_limit_that_mentions_tokens_is_still_retried(server: FakeOpenAIServer) -> None:
+    server.script(error(429, "Too many tokens per minute; retry shortly."), reply("ok now"))
+    client = ModelClient("openai/test-model", api_base=server.url, backoff_s=0.01)
+    assert client.complete(HI).content == "ok now"
+    assert len(server.chat_requests) == 2

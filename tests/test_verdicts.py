@@ -446,11 +446,11 @@ def test_a_judge_model_decides_agreement_and_is_recorded(
     server.responder = _short_window_answers
     ctx.scenario("open", OPEN)
     ctx.write("strategies/short.yaml", SHORT)
-    result = ctx.run(
-        *real_model(server, "--ctx-strategy=short", "--ctx-judge=openai/test-model"),
-        "--ctx-cassettes=cassettes",
-        *xdist_args,
+    judged = real_model(
+        server, "--ctx-strategy=short", "--ctx-judge=openai/test-model", "--ctx-cassettes=cassettes"
     )
+    result = ctx.run(*judged, *xdist_args)
+    result.assert_outcomes(failed=2)
     records = by_key(ctx.results())
     wrong = records[("open", "short", "port")]
     assert wrong["classification"] == "divergent"
@@ -465,16 +465,9 @@ def test_a_judge_model_decides_agreement_and_is_recorded(
     # Judge calls are recorded like every other call: a replay needs no server.
     server.responder = lambda body: reply("server must not be called")
     before = len(server.chat_requests)
-    ctx.run(
-        *real_model(server, "--ctx-strategy=short", "--ctx-judge=openai/test-model"),
-        "--ctx-cassettes=cassettes",
-        "--ctx-record=none",
-        "-p",
-        "no:xdist",
-    )
+    ctx.run(*judged, "--ctx-record=none", "-p", "no:xdist")
     assert len(server.chat_requests) == before
     assert by_key(ctx.results())[("open", "short", "port")]["judge"]["agrees"] is False
-    del result
 
 
 @pytest.mark.parametrize(

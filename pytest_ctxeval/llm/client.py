@@ -69,9 +69,10 @@ _CONTEXT_EXCEEDED = re.compile(
 
 
 def is_context_exceeded(exc: BaseException) -> bool:
-    return type(exc).__name__ == "ContextWindowExceededError" or bool(
-        _CONTEXT_EXCEEDED.search(str(exc))
-    )
+    name = type(exc).__name__
+    if name == "RateLimitError":  # "too many tokens" per minute: wait, do not give up
+        return False
+    return name == "ContextWindowExceededError" or bool(_CONTEXT_EXCEEDED.search(str(exc)))
 
 
 @dataclass
@@ -158,19 +159,25 @@ class ModelClient:
             # retry 429/5xx/timeouts on its own, multiplying attempts and latency.
             kwargs["max_retries"] = 0
         params = {k: kwargs[k] for k in SAMPLING_PARAMS if k in kwargs}
-        key = request_hash(
-            build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
-        )
+        request = build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
+        key = request_hash(request)
         with self._asked_lock:
             asked = self._asked.setdefault(key, _Asked())
         # Held while asking: a concurrent identical request waits for this answer.
         with asked.lock:
             if asked.completion is None:
-                asked.completion = self._ask(litellm, kwargs, context)
+                asked.completion = self._ask(litellm, kwargs, key, request, context)
             return asked.completion
 
-    def _ask(self, litellm: Any, kwargs: dict[str, Any], context: CallContext | None) -> Completion:
-        cassette = self._cassette_lookup(kwargs, context)
+    def _ask(
+        self,
+        litellm: Any,
+        kwargs: dict[str, Any],
+        key: str,
+        request: dict[str, Any],
+        context: CallContext | None,
+    ) -> Completion:
+        cassette = self._cassette_lookup(key, request, context)
         if isinstance(cassette, Completion):
             return cassette
         started = time.perf_counter()
@@ -223,15 +230,12 @@ class ModelClient:
         return completion
 
     def _cassette_lookup(
-        self, kwargs: dict[str, Any], context: CallContext | None
+        self, key: str, request: dict[str, Any], context: CallContext | None
     ) -> Completion | tuple[str, dict[str, Any]] | None:
         """A replayed Completion; or (key, request) to record after the call;
         or None when this call is not recorded (no store, or a mock model)."""
         if self.cassettes is None or self.model.startswith("ctxeval/"):
             return None
-        params = {k: kwargs[k] for k in SAMPLING_PARAMS if k in kwargs}
-        request = build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
-        key = request_hash(request)
         try:
             stored = self.cassettes.load(key)
         except CassetteMiss as exc:
