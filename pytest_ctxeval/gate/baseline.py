@@ -1,0 +1,148 @@
+"""The baseline file: what each probe scored under each strategy on a known-good run.
+
+It is committed next to the scenarios and reviewed like code, so it is written
+for people: JSON with the run's metadata first, then one entry per line, sorted
+by (scenario file, scenario, strategy, probe), so a change shows up in a diff as
+exactly the lines of the probes that moved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..results.record import ResultRecord
+
+BASELINE_VERSION = 1
+
+Key = tuple[str, str, str, str]
+
+
+class BaselineError(Exception):
+    """A baseline file that cannot be read; the message names the file."""
+
+
+class BaselineEntry(BaseModel):
+    """One probe under one strategy, as far as the gate needs to remember it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    scenario_file: str
+    scenario: str
+    strategy: str
+    probe: str
+    classification: str
+    verdict: str
+    repeat: int = 1
+    pass_rate: float | None = None
+    pass_rate_interval: tuple[float, float] | None = None
+    ground_truth_pass_rate: float | None = None
+    fact_survival: dict[str, str] = Field(default_factory=dict)
+    prompt_tokens: int = 0
+    cumulative_input_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def key(self) -> Key:
+        return (self.scenario_file, self.scenario, self.strategy, self.probe)
+
+    @classmethod
+    def from_record(cls, record: ResultRecord) -> BaselineEntry:
+        return cls.model_validate(record.model_dump(include=set(cls.model_fields)))
+
+
+class Baseline(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    version: int = BASELINE_VERSION
+    model: str = ""
+    plugin_version: str = ""
+    created: str = ""
+    entries: list[BaselineEntry] = Field(default_factory=list)
+
+    def by_key(self) -> dict[Key, BaselineEntry]:
+        return {entry.key: entry for entry in self.entries}
+
+
+def record_key(record: ResultRecord) -> Key:
+    return (record.scenario_file, record.scenario, record.strategy, record.probe)
+
+
+def baseline_from_records(records: Iterable[ResultRecord], **metadata: Any) -> Baseline:
+    entries = sorted((BaselineEntry.from_record(r) for r in records), key=lambda e: e.key)
+    return Baseline(entries=entries, **metadata)
+
+
+def write_baseline(path: Path, baseline: Baseline) -> None:
+    header = baseline.model_dump(mode="json", exclude={"entries"})
+    lines = ["{"]
+    lines += [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in header.items()]
+    entries = [
+        "    " + json.dumps(e.model_dump(mode="json"), ensure_ascii=False, sort_keys=True)
+        for e in sorted(baseline.entries, key=lambda e: e.key)
+    ]
+    lines.append('  "entries": [')
+    if entries:
+        lines.append(",\n".join(entries))
+    lines.append("  ]")
+    lines.append("}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def read_baseline(path: Path) -> Baseline:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(
+            f"{path}: no such baseline; write one with --ctx-update-baseline"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"{path}:{exc.lineno}:{exc.colno}: not a baseline (invalid JSON: {exc.msg})"
+        ) from None
+    try:
+        baseline = Baseline.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BaselineError(f"{path}: not a baseline: {where}: {first['msg']}") from None
+    if baseline.version != BASELINE_VERSION:
+        raise BaselineError(
+            f"{path}: baseline version {baseline.version} is not supported "
+            f"(expected {BASELINE_VERSION}); rewrite it with --ctx-update-baseline"
+        )
+    seen: set[Key] = set()
+    for entry in baseline.entries:
+        if entry.key in seen:
+            raise BaselineError(f"{path}: entry {'::'.join(entry.key)} appears twice")
+        seen.add(entry.key)
+    return baseline
+
+
+def merge_baselines(baselines: Iterable[Baseline]) -> Baseline:
+    """Join the baselines written by the shards of one CI matrix. A probe in two
+    shards with different entries is an error: the shards ran different code."""
+    merged: dict[Key, BaselineEntry] = {}
+    first: Baseline | None = None
+    for baseline in baselines:
+        first = first or baseline
+        for entry in baseline.entries:
+            known = merged.get(entry.key)
+            if known is not None and known != entry:
+                raise BaselineError(
+                    f"{'::'.join(entry.key)} differs between the baselines being merged"
+                )
+            merged[entry.key] = entry
+    metadata = first.model_dump(exclude={"entries"}) if first else {}
+    return Baseline(entries=sorted(merged.values(), key=lambda e: e.key), **metadata)
