@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -587,12 +588,22 @@ def test_the_shipped_presets_resolve_to_their_kind_and_params() -> None:
     from pytest_ctxeval.strategies.registry import available, resolve
 
     presets = ["headtail-200", "sliding-8", "summarize-aggressive", "truncate-tokens-2000"]
-    specs = resolve(",".join(presets), preset_dirs=[REPO / "strategies"])
+    specs = resolve(",".join(presets), preset_dirs=[])  # shipped: no project folder needed
     assert [s.name for s in specs] == presets
     assert specs[1].params == {"turns": 8}
     assert params_of(specs[3].create()) == {"unit": "tokens", "max_tokens": 2000}
-    everything = available(preset_dirs=[REPO / "strategies"])
+    everything = available(preset_dirs=[])
     assert {"compaction-every-5", "rag-k5"} <= set(everything)
+
+
+def test_the_repos_own_presets_add_to_the_shipped_ones() -> None:
+    from pytest_ctxeval.strategies.presets import PresetFactory
+    from pytest_ctxeval.strategies.registry import available
+
+    everything = available(preset_dirs=[REPO / "strategies"])
+    own = everything["summarize-v1"]
+    assert isinstance(own, PresetFactory) and own.path.parent == REPO / "strategies"
+    assert own.replaces is None and "sliding-8" in everything
 
 
 def test_all_means_the_built_ins_only(tmp_path: Path) -> None:
@@ -623,15 +634,21 @@ def test_presets_are_found_in_the_working_directory(
         ("name: x\nkind: sliding\nturns: 3\n", "turns: Extra inputs are not permitted"),
         (
             "name: x\nkind: slidin\n",
-            "unknown kind 'slidin'; known kinds: cache-hostile, compaction",
+            "unknown kind 'slidin' (did you mean 'sliding'?); known kinds: cache-hostile, "
+            "compaction",
         ),
         (
             "name: x\nkind: sliding\nparams: {turn: 3}\n",
-            "kind 'sliding' has no parameter 'turn'; it accepts: turns, keep_system",
+            "kind 'sliding' has no parameter 'turn' (did you mean 'turns'?); "
+            "it accepts: turns, keep_system",
         ),
         (
             "name: x\nkind: sliding\nparams: {turns: 0}\n",
-            "bad params for kind 'sliding': sliding: turns must be >= 1, got 0",
+            "kind 'sliding' rejects turns=0: sliding: turns must be >= 1, got 0",
+        ),
+        (
+            "name: x\nkind: sliding\nparams: {turns: eight}\n",
+            "kind 'sliding' rejects turns='eight': turns takes int",
         ),
         ("name: sliding\nkind: sliding\n", "preset name 'sliding' is taken by a built-in strategy"),
         ("name: 'bad name'\nkind: sliding\n", "name: String should match pattern"),
@@ -678,7 +695,7 @@ def test_ctxeval_strategies_lists_the_presets(
     assert main(["strategies"]) == 0
     out = capsys.readouterr().out
     assert "compaction-cached " in out and "observation-mask " in out
-    assert "s3                 sliding(turns=3)  Three.  [s3.yaml]" in out
+    assert re.search(r"^s3 +sliding\(turns=3\)  Three\.  \[s3\.yaml\]$", out, re.MULTILINE)
     write_preset(tmp_path / "strategies", "bad.yaml", "name: bad\nkind: nope\n")
     assert main(["strategies"]) == 1
     assert "bad.yaml: unknown kind 'nope'" in capsys.readouterr().err
@@ -690,7 +707,7 @@ def test_ctxeval_strategies_lists_the_presets(
 def test_an_installed_entry_point_is_a_strategy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ctxeval.strategies.registry import available, resolve
+    from pytest_ctxeval.strategies.registry import UnknownStrategyError, available, resolve
 
     (tmp_path / "ctxeval_fake_plugin.py").write_text(
         "from pytest_ctxeval.strategies.full import FullStrategy\n"
@@ -710,24 +727,44 @@ def test_an_installed_entry_point_is_a_strategy(
     (spec,) = resolve("fake-full", preset_dirs=[])
     assert type(spec.create()).__name__ == "Mine"
     assert "fake-full" not in [s.name for s in resolve("all", preset_dirs=[])]
+    # Parameters are checked against the installed class, loaded for the check.
+    with pytest.raises(UnknownStrategyError, match="strategy 'fake-full' has no parameter 'x'"):
+        resolve("fake-full(x=1)", preset_dirs=[])
 
 
-def test_the_example_strategy_resolves_from_the_strategies_folder() -> None:
+EXAMPLE = "pytest_ctxeval.examples.trim:TrimMessagesStrategy"
+
+
+def test_the_example_strategy_ships_in_the_package() -> None:
     from pytest_ctxeval.strategies.registry import resolve
 
-    for name in (
-        "example_trim:TrimMessagesStrategy",
-        "strategies.example_trim:TrimMessagesStrategy",
-    ):
-        (spec,) = resolve(name, preset_dirs=[REPO / "strategies"])
-        assert spec.name == "example-trim"
+    (spec,) = resolve(EXAMPLE, preset_dirs=[])
+    assert spec.name == "example-trim"
+    (spec,) = resolve(EXAMPLE + "(max_tokens=500)", preset_dirs=[])
+    assert spec.name == "example-trim[max_tokens:500]" and spec.params == {"max_tokens": 500}
+
+
+def test_a_copy_of_the_example_resolves_from_a_projects_strategies_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ctxeval.examples import trim
+    from pytest_ctxeval.strategies.registry import resolve
+
+    folder = tmp_path / "strategies"
+    folder.mkdir()
+    (folder / "my_trim.py").write_text(Path(trim.__file__).read_text("utf-8"), "utf-8")
+    for module in ("my_trim", "strategies.my_trim"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+        (spec,) = resolve(f"{module}:TrimMessagesStrategy", preset_dirs=[folder])
+        assert spec.name == "example-trim" and spec.factory.__module__ == module
+        monkeypatch.delitem(sys.modules, module)
 
 
 def test_the_example_strategy_trims_like_trim_messages_and_keeps_the_invariants() -> None:
     from pytest_ctxeval.strategies.invariants import check_invariants
     from pytest_ctxeval.strategies.registry import resolve
 
-    (spec,) = resolve("example_trim:TrimMessagesStrategy", preset_dirs=[REPO / "strategies"])
+    (spec,) = resolve(EXAMPLE, preset_dirs=[])
     # 10 tokens for the request and system prompt, 14 a message: room for the last 4.
     strategy = fed(spec.factory(max_tokens=70), chat(10), FakeModel())
     messages = strategy.window().messages

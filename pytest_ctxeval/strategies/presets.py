@@ -1,4 +1,4 @@
-"""Strategy presets: ``strategies/*.yaml`` gives a name to a kind plus parameters.
+"""Strategy presets: a YAML file gives a name to a kind plus parameters.
 
 ```yaml
 name: sliding-8
@@ -7,14 +7,22 @@ params: {turns: 8}
 description: The last 8 turns.
 ```
 
+Presets come from two places.  The package ships some (``shipped_presets/``
+next to this module), and a project adds its own in ``strategies/*.yaml`` at
+its root.  A project's preset of the same name as a shipped one replaces it
+(the project chose its parameters; an upgrade that ships a new preset never
+changes a project's runs), and records the replaced file in ``replaces``.  A
+preset may not take the name of a strategy, and two of a project's presets may
+not share a name.
+
 A preset is checked when it is loaded: unknown keys, an unknown kind or
 parameters the kind rejects are errors that name the file.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,10 +30,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .base import ContextStrategy
+from .params import StrategyParamError, check_params, did_you_mean
 from .registry import UnknownStrategyError
 
 PRESET_DIR = "strategies"
 PRESET_SUFFIXES = (".yaml", ".yml")
+# The presets the package ships, as package data.
+SHIPPED_PRESET_DIR = Path(__file__).resolve().parent / "shipped_presets"
 
 
 class PresetError(UnknownStrategyError):
@@ -50,6 +61,8 @@ class PresetFactory:
     preset: Preset
     path: Path
     kind_factory: Any
+    # The shipped preset this project preset replaces, if any.
+    replaces: Path | None = None
 
     @property
     def name(self) -> str:
@@ -57,7 +70,8 @@ class PresetFactory:
 
     @property
     def description(self) -> str:
-        return self.preset.description or f"{self.preset.kind} preset"
+        text = self.preset.description or f"{self.preset.kind} preset"
+        return text + (" (replaces the shipped preset)" if self.replaces else "")
 
     def __call__(self, **overrides: Any) -> ContextStrategy:
         return self.kind_factory(**{**self.preset.params, **overrides})  # type: ignore[no-any-return]
@@ -75,30 +89,51 @@ def preset_files(dirs: Iterable[Path]) -> list[Path]:
     ]
 
 
-def load_presets(dirs: Iterable[Path], kinds: dict[str, Any]) -> dict[str, PresetFactory]:
-    """Every preset in ``dirs``, checked against ``kinds`` (name -> factory)."""
+def shipped_presets() -> dict[str, PresetFactory]:
+    """The presets the package ships, checked against the built-in strategies."""
+    return dict(_shipped_presets())
+
+
+@functools.cache
+def _shipped_presets() -> dict[str, PresetFactory]:
+    # Read once per process: every cache-hostile instance looks names up.
+    from .registry import builtin_strategies
+
+    return load_presets([SHIPPED_PRESET_DIR], builtin_strategies())
+
+
+def load_presets(dirs: Iterable[Path], kinds: Mapping[str, Any]) -> dict[str, PresetFactory]:
+    """Every preset in ``dirs``, checked against ``kinds`` (name -> factory).
+
+    Presets among ``kinds`` (the shipped ones) are no kinds: a preset in
+    ``dirs`` may replace one of them, and records which."""
+    strategies = {n: f for n, f in kinds.items() if not isinstance(f, PresetFactory)}
+    replaceable = {n: f for n, f in kinds.items() if isinstance(f, PresetFactory)}
     found: dict[str, PresetFactory] = {}
     problems: list[str] = []
     for path in preset_files(dirs):
         try:
-            preset = _read(path, kinds)
+            preset = _read(path, strategies)
         except PresetError as exc:
             problems.append(str(exc))
             continue
-        if preset.name in kinds:
+        if preset.name in strategies:
             problems.append(f"{path}: preset name {preset.name!r} is taken by a built-in strategy")
         elif preset.name in found:
             problems.append(
                 f"{path}: preset {preset.name!r} is also defined in {found[preset.name].path}"
             )
         else:
-            found[preset.name] = PresetFactory(preset, path, kinds[preset.kind])
+            replaced = replaceable.get(preset.name)
+            found[preset.name] = PresetFactory(
+                preset, path, strategies[preset.kind], replaced.path if replaced else None
+            )
     if problems:
         raise PresetError("\n".join(problems))
     return found
 
 
-def _read(path: Path, kinds: dict[str, Any]) -> Preset:
+def _read(path: Path, kinds: Mapping[str, Any]) -> Preset:
     import yaml
 
     try:
@@ -116,28 +151,11 @@ def _read(path: Path, kinds: dict[str, Any]) -> Preset:
         raise PresetError(f"{path}: {errors}") from None
     if preset.kind not in kinds:
         raise PresetError(
-            f"{path}: unknown kind {preset.kind!r}; known kinds: {', '.join(sorted(kinds))}"
-        )
-    _check_params(path, preset, kinds[preset.kind])
-    return preset
-
-
-def _check_params(path: Path, preset: Preset, factory: Any) -> None:
-    try:
-        parameters = list(inspect.signature(factory).parameters.values())
-    except (TypeError, ValueError):  # no signature to read: let the call decide
-        parameters = []
-    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    accepted = [p.name for p in parameters if p.kind in named]
-    if not parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        accepted += list(preset.params)
-    unknown = sorted(set(preset.params) - set(accepted))
-    if unknown:
-        raise PresetError(
-            f"{path}: kind {preset.kind!r} has no parameter {', '.join(map(repr, unknown))}; "
-            f"it accepts: {', '.join(accepted) or 'none'}"
+            f"{path}: unknown kind {preset.kind!r}{did_you_mean(preset.kind, kinds)}; "
+            f"known kinds: {', '.join(sorted(kinds))}"
         )
     try:
-        factory(**preset.params)
-    except Exception as exc:  # the kind's own validation: say which file fed it
-        raise PresetError(f"{path}: bad params for kind {preset.kind!r}: {exc}") from None
+        params = check_params(f"kind {preset.kind!r}", kinds[preset.kind], preset.params)
+    except StrategyParamError as exc:
+        raise PresetError(f"{path}: {exc}") from None
+    return preset.model_copy(update={"params": params})

@@ -1,5 +1,6 @@
-"""Strategies by name: built-ins, presets (``strategies/*.yaml``), ``module:Class``
-and the entry-point group ``pytest_ctxeval.strategies``."""
+"""Strategies by name: built-ins, the entry-point group ``pytest_ctxeval.strategies``,
+presets (shipped with the package, or a project's ``strategies/*.yaml``) and
+``module:Class``; any of them with parameters, ``headtail(head=50,tail=50)``."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import ContextStrategy
+
+if TYPE_CHECKING:
+    from .names import WrittenName
 
 ENTRY_POINT_GROUP = "pytest_ctxeval.strategies"
 
@@ -70,32 +74,56 @@ def _load_builtins() -> None:
     )
 
 
-def available(preset_dirs: Sequence[Path] | None = None) -> dict[str, StrategyFactory]:
-    """Built-ins, entry points, then presets from ``preset_dirs`` (default:
-    ``./strategies`` when it exists; ``[]`` for none).  A bad preset raises
-    :class:`~.presets.PresetError` naming its file."""
+def builtin_strategies() -> dict[str, StrategyFactory]:
+    """The strategies this package defines, by name."""
     _load_builtins()
-    found = dict(_BUILTINS)
+    return dict(_BUILTINS)
+
+
+def strategy_kinds() -> dict[str, StrategyFactory]:
+    """Built-ins, then installed entry points: every strategy a preset can name
+    as its ``kind``."""
+    found = builtin_strategies()
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, _lazy_entry_point(ep))
-    found.update(_presets(found, preset_dirs))
+        found.setdefault(ep.name, EntryPointFactory(ep))
     return found
 
 
-def _presets(
-    kinds: dict[str, StrategyFactory], preset_dirs: Sequence[Path] | None
+def available(preset_dirs: Sequence[Path] | None = None) -> dict[str, StrategyFactory]:
+    """Every usable name: built-ins, entry points, the shipped presets, then the
+    project's presets from ``preset_dirs`` (default: ``./strategies`` when it
+    exists; ``[]`` for none), which replace shipped presets of the same name.
+    A bad preset raises :class:`~.presets.PresetError` naming its file."""
+    from .presets import shipped_presets
+
+    found = strategy_kinds()
+    for name, preset in shipped_presets().items():
+        found.setdefault(name, preset)
+    found.update(_project_presets(found, preset_dirs))
+    return found
+
+
+def _project_presets(
+    known: dict[str, StrategyFactory], preset_dirs: Sequence[Path] | None
 ) -> dict[str, Any]:
     from .presets import default_preset_dirs, load_presets
 
     dirs = default_preset_dirs() if preset_dirs is None else list(preset_dirs)
-    return load_presets(dirs, kinds) if dirs else {}
+    return load_presets(dirs, known) if dirs else {}
 
 
-def _lazy_entry_point(ep: Any) -> StrategyFactory:
-    def create(**params: Any) -> ContextStrategy:
-        return ep.load()(**params)
+@dataclass(frozen=True)
+class EntryPointFactory:
+    """An installed strategy, imported only when it is built or its parameters
+    are checked: listing names must not import every plugin."""
 
-    return create
+    entry_point: Any
+
+    def __call__(self, **params: Any) -> ContextStrategy:
+        return self.load_target()(**params)  # type: ignore[no-any-return]
+
+    def load_target(self) -> Any:
+        return self.entry_point.load()
 
 
 def _import_object(spec: str, preset_dirs: Sequence[Path] = ()) -> StrategyFactory:
@@ -134,37 +162,93 @@ def _module_from_dirs(module_name: str, dirs: Sequence[Path]) -> Any:
 def resolve(
     names: str | list[str], preset_dirs: Sequence[Path] | None = None
 ) -> list[StrategySpec]:
-    """Turn ``"headtail,sliding"``, ``"all"``, a preset name or ``"pkg.mod:Class"`` into specs.
+    """Turn ``"headtail,sliding"``, ``"all"``, a preset name, ``"pkg.mod:Class"``
+    or any of these with parameters, ``"headtail(head=50,tail=50)"``, into specs.
 
-    ``preset_dirs``: where presets live (the plugin passes ``<rootdir>/strategies``);
-    default ``./strategies`` when it exists.  ``all`` means the built-ins only."""
-    from .presets import PresetFactory, default_preset_dirs
+    ``preset_dirs``: where the project's presets live (the plugin passes
+    ``<rootdir>/strategies``); default ``./strategies`` when it exists.  The
+    shipped presets are always known.  ``all`` means the built-ins only.  A
+    strategy given parameters is named ``headtail[head:50+tail:50]`` (see
+    :mod:`.names`)."""
+    from .names import parse_name, split_names
+    from .presets import default_preset_dirs
 
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",") if n.strip()]
+    texts = [names] if isinstance(names, str) else names
+    written = [parse_name(part) for text in texts for part in split_names(text)]
     dirs = default_preset_dirs() if preset_dirs is None else list(preset_dirs)
-    # Presets are read only when a name needs them: a broken preset file must
-    # not break a run that does not use it.
-    known = available(preset_dirs=[])
-    if not all(n == "all" or ":" in n or n in known for n in names):
+    # The project's presets are read only when a name needs them: a broken
+    # preset file must not break a run that does not use it.  A shipped
+    # preset's name needs them too: the project may replace it.
+    known = strategy_kinds()
+    if not all(w.base == "all" or ":" in w.base or w.base in known for w in written):
         known = available(dirs)
     specs: list[tuple[str, StrategySpec]] = []  # (as the user wrote it, the spec)
-    for name in names:
-        if name == "all":
-            specs.extend(("all", StrategySpec(n, known[n])) for n in sorted(_BUILTINS))
-        elif ":" in name:
-            factory = _import_object(name, dirs)
-            specs.append((name, StrategySpec(own_name(factory) or name, factory)))
-        elif isinstance(found := known.get(name), PresetFactory):
-            specs.append((name, StrategySpec(name, found.kind_factory, dict(found.preset.params))))
-        elif found is not None:
-            specs.append((name, StrategySpec(name, found)))
-        else:
-            raise UnknownStrategyError(
-                f"unknown strategy {name!r}; known strategies: {', '.join(sorted(known))}, "
-                "all, a preset in strategies/*.yaml, or module:Class"
-            )
+    for name in written:
+        specs.extend((name.written, spec) for spec in _specs(name, known, dirs))
     return _distinct(specs)
+
+
+def _specs(
+    name: WrittenName, known: dict[str, StrategyFactory], dirs: Sequence[Path]
+) -> list[StrategySpec]:
+    from .params import did_you_mean
+    from .presets import PresetFactory
+
+    if name.base == "all":
+        if name.params:
+            raise UnknownStrategyError(
+                f"{name.written!r}: 'all' takes no parameters; give them to one strategy, "
+                "as in headtail(head=50,tail=50)"
+            )
+        return [StrategySpec(n, known[n]) for n in sorted(_BUILTINS)]
+    if ":" in name.base:
+        factory = _import_object(name.base, dirs)
+        shown = own_name(factory) or name.base
+        params = _checked(f"strategy {shown!r}", factory, name)
+        return [StrategySpec(_display(shown, factory, params), factory, params)]
+    found = known.get(name.base)
+    if isinstance(found, PresetFactory):
+        preset = dict(found.preset.params)
+        merged = _checked(f"preset {name.base!r}", found.kind_factory, name, base=preset)
+        given = {k: merged[k] for k in name.params}
+        return [
+            StrategySpec(_display(name.base, found.kind_factory, given), found.kind_factory, merged)
+        ]
+    if found is not None:
+        params = _checked(f"strategy {name.base!r}", found, name)
+        return [StrategySpec(_display(name.base, found, params), found, params)]
+    raise UnknownStrategyError(
+        f"unknown strategy {name.base!r}{did_you_mean(name.base, [*known, 'all'])}; "
+        f"known strategies: {', '.join(sorted(known))}, "
+        "all, a preset in strategies/*.yaml, or module:Class"
+    )
+
+
+def _checked(
+    owner: str,
+    factory: StrategyFactory,
+    name: WrittenName,
+    base: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The parameters written with ``name`` (over a preset's ``base``), checked."""
+    if not name.params:
+        return dict(base or {})
+    from .params import check_params
+
+    return check_params(owner, factory, {**(base or {}), **name.params}, name.texts)
+
+
+def _display(name: str, factory: StrategyFactory, params: dict[str, Any]) -> str:
+    """``name[k:v+...]`` with the parameters in the order the strategy declares them,
+    so the same parameters written in another order are the same strategy."""
+    from .names import display_name
+    from .params import accepted_params
+
+    if not params:
+        return name
+    order = accepted_params(factory) or []
+    ranked = sorted(params, key=lambda k: order.index(k) if k in order else len(order))
+    return display_name(name, {k: params[k] for k in ranked})
 
 
 def own_name(factory: StrategyFactory) -> str | None:

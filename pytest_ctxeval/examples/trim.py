@@ -2,13 +2,16 @@
 
 Most teams already call a trimming function before each model request, for
 example LangChain's ``trim_messages``.  To evaluate it, wrap it in a strategy:
-keep the history, call your function in ``window()``.  Run it with
+keep the history, call your function in ``window()``.  This example ships with
+pytest-ctxeval, so it runs in any project:
 
-    pytest --ctx-strategy=strategies.example_trim:TrimMessagesStrategy
+    pytest --ctx-strategy=pytest_ctxeval.examples.trim:TrimMessagesStrategy
+    pytest --ctx-strategy="pytest_ctxeval.examples.trim:TrimMessagesStrategy(max_tokens=2000)"
 
-(pytest-ctxeval also finds ``example_trim:TrimMessagesStrategy`` in the
-project's ``strategies/`` folder), or register it for your package's users
-in ``pyproject.toml``:
+To adapt it, copy this file into your project's ``strategies/`` folder (say as
+``strategies/my_trim.py``) and run ``--ctx-strategy=my_trim:TrimMessagesStrategy``:
+pytest-ctxeval finds modules in that folder even when it is not on
+``sys.path``.  Or register it for your package's users in ``pyproject.toml``:
 
     [project.entry-points."pytest_ctxeval.strategies"]
     trim-messages = "yourpkg.strategies:TrimMessagesStrategy"
