@@ -8,54 +8,52 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
+from .llm.error_text import error_line
+
+if TYPE_CHECKING:
+    from .scenario.build import Conversation
+
+DESCRIPTION = """\
+ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
+an LLM agent's context strategy (truncation, sliding window, summaries, memory,
+retrieval, tool-output pruning, sub-agents) holds up over long sessions.
+
+Scenarios are YAML files: a session, facts planted in it, and probes asked
+after it. `pytest` runs them; these commands check, inspect and report."""
+
+EXAMPLES = """\
+examples:
+  ctxeval validate scenarios/
+  ctxeval show scenarios/needle-middle-30.yaml --strategy sliding
+  ctxeval show scenarios/needle-middle-30.yaml --strategy sliding --turn 3
+  ctxeval report reports/results.jsonl -o reports/ctxeval.html
+  pytest --ctx-strategy=headtail      # run the scenarios under one strategy
+
+`ctxeval COMMAND --help` describes one command."""
+
+# A turn is a user message and everything after it up to the next user
+# message; a message is one entry of the session. The CLI counts both so.
+SHOW_TURN_HELP = (
+    "Show the model call that answers the N-th user message (1-based; a turn is a user "
+    "message and what follows it up to the next one); default: the probe"
+)
+SHOW_MESSAGE_HELP = (
+    "Show the model call that writes the N-th message of the session (1-based, "
+    "the system prompt not counted), e.g. an answer after tool results"
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ctxeval", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    validate = sub.add_parser("validate", help="Check scenario files without running them")
-    validate.add_argument("paths", nargs="+", type=Path)
-    validate.add_argument(
-        "--root",
-        type=Path,
-        default=None,
-        help="Directory that !include may not leave (default: a directory given, "
-        "else the current directory for files inside it)",
-    )
-    schema = sub.add_parser("schema", help="Print the JSON Schema of the scenario format")
-    schema.add_argument(
-        "--markdown", action="store_true", help="Print a field reference in Markdown instead"
-    )
-    sub.add_parser("strategies", help="List the available strategies")
-    show = sub.add_parser("show", help="Print the exact window a strategy builds")
-    show.add_argument("scenario", type=Path, help="A scenario file")
-    show.add_argument("--id", help="Which scenario of the file (default: the first)")
-    show.add_argument("--strategy", default="full", help="A strategy or preset name")
-    show.add_argument(
-        "--turn", type=int, help="The model call at this message (1-based); default: the probe"
-    )
-    show.add_argument("--probe", help="Which probe (default: the first)")
-    show.add_argument("--model", default="ctxeval/oracle", help="For strategies that call one")
-    show.add_argument("--json", action="store_true", help="Print messages and tools as JSON")
-    report = sub.add_parser("report", help="Render the HTML report from a results file")
-    report.add_argument("results", type=Path)
-    report.add_argument("-o", "--output", type=Path, default=Path("reports/ctxeval.html"))
-    importer = sub.add_parser(
-        "import",
-        help="Turn real transcripts into scenario files (see docs/importing.md)",
-    )
-    # No argparse choices: an unknown format gets our own message and exit code 1.
-    importer.add_argument(
-        "format", metavar="FORMAT", help="One of locomo, multichallenge, openai-jsonl, tau-bench"
-    )
-    importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
-    importer.add_argument(
-        "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
-    )
-
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        sub = subparsers(parser).get(args.command, parser)
+        sub.error(unrecognized_arguments(sub, extras))
+    if args.command is None:
+        parser.error(f"no command given; commands: {', '.join(parser.choices())}")
     handler = {
         "validate": _validate,
         "schema": _schema,
@@ -64,7 +62,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": _report,
         "import": _import,
     }[args.command]
-    return handler(args)
+    try:
+        return handler(args)
+    except Exception as exc:  # an error we did not foresee is still one line
+        print(f"ctxeval {args.command}: {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> CliParser:
+    parser = CliParser(
+        prog="ctxeval",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"%(prog)s {_version()}",
+        help="show the version and exit",
+    )
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", title="commands", parser_class=CliParser
+    )
+
+    # Each subparser also gets a description, so `ctxeval X --help` says what X does.
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary)
+
+    validate = command("validate", "Check scenario files without running them")
+    validate.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="Files or folders")
+    validate.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="Directory that !include may not leave (default: a directory given, "
+        "else the current directory for files inside it)",
+    )
+    schema = command("schema", "Print the JSON Schema of the scenario format")
+    schema.add_argument(
+        "--markdown", action="store_true", help="Print a field reference in Markdown instead"
+    )
+    command("strategies", "List the available strategies and the presets in ./strategies")
+    show = command("show", "Print the exact window a strategy sends to the model")
+    show.add_argument("scenario", type=Path, help="A scenario file")
+    show.add_argument("--id", help="Which scenario of the file (default: the first)")
+    show.add_argument("--strategy", default="full", help="A strategy or preset name")
+    when = show.add_mutually_exclusive_group()
+    when.add_argument("--turn", type=int, metavar="N", help=SHOW_TURN_HELP)
+    when.add_argument("--message", type=int, metavar="N", help=SHOW_MESSAGE_HELP)
+    show.add_argument("--probe", help="Which probe (default: the first)")
+    show.add_argument("--model", default="ctxeval/oracle", help="For strategies that call one")
+    show.add_argument("--json", action="store_true", help="Print messages and tools as JSON")
+    report = command("report", "Render the HTML report from a results file")
+    report.add_argument("results", type=Path, help="A results file (JSON lines)")
+    report.add_argument("-o", "--output", type=Path, default=Path("reports/ctxeval.html"))
+    importer = command("import", "Turn real transcripts into scenario files")
+    # No argparse choices: an unknown format gets our own message and exit code 1.
+    importer.add_argument(
+        "format", metavar="FORMAT", help="One of locomo, multichallenge, openai-jsonl, tau-bench"
+    )
+    importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
+    importer.add_argument(
+        "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
+    )
+    return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pytest-ctxeval")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -214,52 +285,122 @@ def _strategies(args: argparse.Namespace) -> int:
         return ", ".join(f"{k}={v!r}" for k, v in params.items())
 
     known = available(preset_dirs=[])
+    builtin_rows = []
     for name, factory in sorted(known.items()):
         description = getattr(factory, "description", "") or ""
         try:
             params = factory().params()  # type: ignore[attr-defined]
         except Exception:
             params = {}
-        print(f"{name:<18} {description}" + (f"  [{shown(params)}]" if params else ""))
+        builtin_rows.append([name, description, f"[{shown(params)}]" if params else ""])
     dirs = default_preset_dirs()
     try:
         presets = load_presets(dirs, known)
     except PresetError as exc:
-        print(f"ctxeval strategies: {exc}", file=sys.stderr)
+        print(f"ctxeval strategies: {error_line(exc)}", file=sys.stderr)
         return 1
-    if presets:
+    preset_rows = [
+        [
+            name,
+            f"{preset.preset.kind}({shown(preset.preset.params)})",
+            preset.description,
+            f"[{preset.path.name}]",
+        ]
+        for name, preset in sorted(presets.items())
+    ]
+    # One name column for both tables, so they read as one list.
+    width = max(len(row[0]) for row in builtin_rows + preset_rows)
+    for line in columns(builtin_rows, first_width=width):
+        print(line)
+    if preset_rows:
         print(f"\npresets ({', '.join(str(d) for d in dirs)}):")
-    for name, preset in sorted(presets.items()):
-        kind = f"{preset.preset.kind}({shown(preset.preset.params)})"
-        print(f"{name:<18} {kind}  {preset.description}  [{preset.path.name}]")
+        for line in columns(preset_rows, first_width=width):
+            print(line)
     return 0
+
+
+def columns(rows: list[list[str]], *, first_width: int = 0) -> list[str]:
+    """Rows as lines of left-aligned columns two spaces apart; the last
+    column is not padded."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    widths[0] = max(widths[0], first_width)
+    return [
+        "  ".join([c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)] + [row[-1]]).rstrip()
+        for row in rows
+    ]
 
 
 def _show(args: argparse.Namespace) -> int:
     from .evaluate.inspect import render_window, window_at, window_json
+    from .llm.client import ModelError
+    from .llm.models import describe_unknown_model
     from .scenario.errors import ScenarioError
     from .scenario.loader import load_conversations
     from .strategies.registry import UnknownStrategyError, resolve
 
     try:
+        # Only strategies that call a model send anything: no key is checked here.
+        problem = describe_unknown_model(args.model, calls_model=False)
+        if problem:
+            raise ValueError(f"--model: {problem}")
         conversations = load_conversations(args.scenario, root=_include_root(args.scenario, None))
         (spec,) = resolve(args.strategy, preset_dirs=[Path.cwd() / "strategies"])
-        conversation = next(c for c in conversations if args.id in (None, c.id))
-        window = window_at(conversation, spec, turn=args.turn, probe=args.probe, model=args.model)
-    except StopIteration:
-        ids = ", ".join(c.id for c in conversations)
+        conversation = next((c for c in conversations if args.id in (None, c.id)), None)
+        if conversation is None:
+            ids = ", ".join(c.id for c in conversations)
+            raise ValueError(f"no scenario {args.id!r} in {args.scenario}; ids: {ids}")
+        message = show_message_number(conversation, turn=args.turn, message=args.message)
+        window = window_at(conversation, spec, turn=message, probe=args.probe, model=args.model)
+    except ModelError as exc:
         print(
-            f"ctxeval show: no scenario {args.id!r} in {args.scenario}; ids: {ids}", file=sys.stderr
+            f"ctxeval show: {args.strategy} called {args.model}: {error_line(exc)}", file=sys.stderr
         )
         return 1
-    except (ScenarioError, UnknownStrategyError, ValueError) as exc:
-        print(f"ctxeval show: {exc}", file=sys.stderr)
+    except ScenarioError as exc:
+        print(exc, file=sys.stderr)  # one "file:line:column: message" line per problem
+        return 1
+    except (UnknownStrategyError, ValueError) as exc:
+        print(f"ctxeval show: {error_line(exc)}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(window_json(window), indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print(render_window(window, args.model))
     return 0
+
+
+def show_message_number(
+    conversation: Conversation, *, turn: int | None, message: int | None
+) -> int | None:
+    """The message (1-based, after the system prompt) whose model call to
+    show, from ``--turn`` or ``--message``; None for the probe. A number out
+    of range is a ValueError naming the valid range."""
+    session = [m for m in conversation.messages if m["role"] != "system"]
+    if message is not None:
+        if not 1 <= message <= len(session):
+            raise ValueError(
+                f"--message {message}: scenario {conversation.id!r} has "
+                + _counted(len(session), "message", "messages after the system prompt")
+            )
+        return message
+    if turn is None:
+        return None
+    users = [i for i, m in enumerate(session) if m["role"] == "user"]
+    if not 1 <= turn <= len(users):
+        raise ValueError(
+            f"--turn {turn}: scenario {conversation.id!r} has "
+            + _counted(len(users), "turn", "turns (user messages)")
+        )
+    # The call that answers the user message sees it: show the message after it.
+    return users[turn - 1] + 2
+
+
+def _counted(count: int, one: str, many: str) -> str:
+    if count == 0:
+        return f"no {many}"
+    return f"{count} {one if count == 1 else many}; valid: 1 to {count}"
 
 
 def _report(args: argparse.Namespace) -> int:

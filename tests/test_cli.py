@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -255,13 +256,15 @@ def test_strategies_lists_the_repos_presets(capsys, monkeypatch):
     code, out, err = run(capsys, "strategies")
     assert (code, err) == (0, "")
     names, presets = listed(out)
-    expected = sorted(
-        yaml.safe_load(p.read_text(encoding="utf-8"))["name"]
-        for p in (REPO / "strategies").glob("*.yaml")
-    )
+    files = [
+        yaml.safe_load(p.read_text(encoding="utf-8")) for p in (REPO / "strategies").glob("*.yaml")
+    ]
+    expected = sorted(preset["name"] for preset in files)
     assert expected and presets == expected
     assert names == sorted(available(preset_dirs=[]))
-    assert "sliding(turns=8)" in out
+    for preset in files:  # each preset shows its kind and parameters
+        params = ", ".join(f"{k}={v!r}" for k, v in (preset.get("params") or {}).items())
+        assert f"{preset['kind']}({params})" in out
 
 
 def test_strategies_reports_a_broken_preset(tmp_path, capsys, monkeypatch):
@@ -275,7 +278,7 @@ def test_strategies_reports_a_broken_preset(tmp_path, capsys, monkeypatch):
 # -- report ----------------------------------------------------------------------------------
 
 
-def record(strategy: str, verdict: str, classification: str) -> ResultRecord:
+def record(strategy: str, verdict: Any, classification: Any) -> ResultRecord:
     return ResultRecord(
         scenario="staging-port",
         strategy=strategy,
@@ -367,13 +370,60 @@ def test_show_prints_the_window_a_strategy_builds_at_the_probe(
     assert "What is the code?" in out  # the probe is the last message
 
 
-def test_show_at_a_turn_and_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_at_a_message_and_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
-    assert main(["show", str(path), "--strategy", "sliding", "--turn", "2", "--json"]) == 0
+    assert main(["show", str(path), "--strategy", "sliding", "--message", "2", "--json"]) == 0
     window = json.loads(capsys.readouterr().out)
     # The call that produced message 2 sees the system prompt and message 1.
     assert [m["role"] for m in window["messages"]] == ["system", "user"]
     assert window["tools"] == []
+
+
+def shown_roles(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert main(["show", *argv, "--json"]) == 0
+    return [m["role"] for m in json.loads(capsys.readouterr().out)["messages"]]
+
+
+def test_show_at_a_turn_is_the_call_that_answers_that_user_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    # Turn 2 starts at the second user message ("Anything else?"): the call
+    # that answers it sees everything up to and including that message.
+    assert shown_roles(capsys, str(path), "--turn", "2") == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert shown_roles(capsys, str(path), "--turn", "1") == shown_roles(
+        capsys, str(path), "--message", "2"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        (
+            "--turn",
+            "999",
+            "--turn 999: scenario 'show-me' has 2 turns (user messages); valid: 1 to 2",
+        ),
+        ("--turn", "0", "--turn 0: scenario 'show-me' has 2 turns (user messages); valid: 1 to 2"),
+        (
+            "--message",
+            "5",
+            "--message 5: scenario 'show-me' has 4 messages after the system prompt; valid: 1 to 4",
+        ),
+    ],
+)
+def test_show_out_of_range_names_the_valid_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, expected: str
+) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    code, out, err = run(capsys, "show", str(path), flag, value)
+    assert (code, out) == (1, "")
+    assert err == f"ctxeval show: {expected}\n"
 
 
 def test_show_rejects_an_unknown_strategy(
@@ -382,3 +432,166 @@ def test_show_rejects_an_unknown_strategy(
     path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
     assert main(["show", str(path), "--strategy", "nope"]) == 1
     assert "unknown strategy 'nope'" in capsys.readouterr().err
+
+
+# -- the command line itself -----------------------------------------------------------------
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """stderr of a usage error (argparse exits with 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    assert exit_info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"ctxeval {version('pytest-ctxeval')}\n"
+
+
+def test_help_says_what_the_tool_is_and_lists_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "context strategy" in out and "long sessions" in out
+    commands = out.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    names = [line.split()[0] for line in commands]
+    assert names == ["validate", "schema", "strategies", "show", "report", "import"]
+    # One line each, descriptions in one column.
+    assert len({line.index(line.split()[1]) for line in commands}) == 1
+    assert "examples:\n  ctxeval validate scenarios/" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["valdate"], "ctxeval: unknown command 'valdate'; did you mean 'validate'?"),
+        (["strategis"], "ctxeval: unknown command 'strategis'; did you mean 'strategies'?"),
+        (
+            ["show", "x.yaml", "--tun", "3"],
+            "ctxeval show: unknown option --tun; did you mean '--turn'?",
+        ),
+        (
+            ["validate", "x.yaml", "--rot=."],
+            "ctxeval validate: unknown option --rot=.; did you mean '--root'?",
+        ),
+    ],
+)
+def test_a_misspelt_command_or_option_gets_a_suggestion_on_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    err = usage_error(capsys, *argv)
+    assert err.startswith(expected)
+    assert err.count("\n") == 1 and "usage:" not in err
+
+
+def test_an_unknown_command_without_a_close_match_lists_the_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = usage_error(capsys, "frobnicate")
+    assert err.startswith(
+        "ctxeval: unknown command 'frobnicate'; commands: validate, schema, strategies, show, "
+        "report, import"
+    )
+
+
+def test_no_command_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    err = usage_error(capsys)
+    assert err.startswith("ctxeval: no command given; commands: validate, schema,")
+    assert err.count("\n") == 1
+
+
+def test_strategies_are_listed_in_aligned_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(
+        tmp_path,
+        "strategies/a-preset-with-a-rather-long-name.yaml",
+        "name: a-preset-with-a-rather-long-name\nkind: sliding\nparams: {turns: 2}\n"
+        "description: Two turns.\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "strategies")
+    assert code == 0
+    rows = [line for line in out.splitlines() if line and not line.startswith("presets (")]
+    # The second column starts at the same place in every row, presets included.
+    starts = {len(line) - len(line.split(maxsplit=1)[1]) for line in rows}
+    assert len(starts) == 1, out
+    builtin_rows = [line for line in rows if not line.startswith("a-preset")]
+    params = {line.index("[") for line in builtin_rows if "[" in line}
+    assert len(params) == 1, out  # the parameters form a column too
+
+
+def test_a_model_error_in_show_is_one_line_without_library_links(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ctxeval.evaluate import inspect
+    from pytest_ctxeval.llm.client import ModelError
+
+    def failing_call(*args: object, **kwargs: object) -> None:
+        raise ModelError(
+            "BadRequestError: LLM Provider NOT provided. You passed model=x\n Pass model as "
+            "E.g. `completion(model='huggingface/starcoder')` "
+            "Learn more: https://docs.litellm.ai/docs/providers"
+        )
+
+    monkeypatch.setattr(inspect, "window_at", failing_call)
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    code, out, err = run(capsys, "show", str(path), "--strategy", "summarize")
+    assert (code, out) == (1, "")
+    assert err == (
+        "ctxeval show: summarize called ctxeval/oracle: LLM Provider NOT provided. "
+        "You passed model=x\n"
+    )
+
+
+def test_an_unforeseen_error_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ctxeval.results import store
+
+    def broken(path: Path) -> None:
+        raise RuntimeError(
+            "the store broke. You can find help at https://example.invalid/help.\nsecond line"
+        )
+
+    monkeypatch.setattr(store, "load_results", broken)
+    code, out, err = run(capsys, "report", str(tmp_path / "r.jsonl"))
+    assert (code, out, err) == (1, "", "ctxeval report: RuntimeError: the store broke.\n")
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (
+            "litellm.AuthenticationError: AuthenticationError: OpenAIException - Incorrect API "
+            "key provided: sk-bad. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "Incorrect API key provided: sk-bad.",
+        ),
+        (
+            "Model x isn't mapped yet. Add it here - https://github.com/BerriAI/litellm/blob/"
+            "main/model_prices_and_context_window.json",
+            "Model x isn't mapped yet.",
+        ),
+        (
+            "\x1b[1;31mGive Feedback / Get Help: "
+            "https://github.com/BerriAI/litellm/issues/new\x1b[0m Connection refused",
+            "Connection refused",
+        ),
+        ("--turn 3: out of range", "--turn 3: out of range"),
+    ],
+)
+def test_error_lines_drop_library_links(message: str, expected: str) -> None:
+    from pytest_ctxeval.llm.error_text import error_line
+
+    assert error_line(RuntimeError(message)) == expected

@@ -1,5 +1,9 @@
-"""Token counting through litellm, cached per distinct text so total work
-grows with the amount of text, not with turns x text."""
+"""Token counting, cached per distinct text so total work grows with the
+amount of text, not with turns x text.
+
+The mock models, and counts that belong to no model (scenario building at
+collection), use tiktoken directly: importing litellm costs seconds. A real
+model counts with litellm's tokenizer for that model."""
 
 from __future__ import annotations
 
@@ -8,12 +12,12 @@ from functools import lru_cache
 from typing import Any
 
 from ..messages import content_text
-from ._litellm import get_litellm
+from .local_tokenizer import count_locally, local_encoding
 
 # OpenAI's chat format costs a few tokens per message and per reply.
 PER_MESSAGE_OVERHEAD = 4
 PER_REQUEST_OVERHEAD = 3
-# Mock models count like a current OpenAI model (tiktoken ships in litellm).
+# Mock models count like a current OpenAI model (see local_tokenizer.py).
 MOCK_TOKENIZER_MODEL = "gpt-4o-mini"
 
 
@@ -25,11 +29,22 @@ def tokenizer_model(model: str) -> str:
 def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
     if not text:
         return 0
-    litellm = get_litellm()
-    try:
-        return int(litellm.token_counter(model=tokenizer_model(model), text=text))
-    except Exception:  # an unknown tokenizer must not break a run: fall back
-        return int(litellm.token_counter(model=MOCK_TOKENIZER_MODEL, text=text))
+    tokenizer = tokenizer_model(model)
+    if tokenizer != MOCK_TOKENIZER_MODEL:
+        try:
+            return _litellm_count(text, tokenizer)
+        except Exception:  # an unknown tokenizer must not break a run: fall back
+            pass
+    encoding = local_encoding()
+    if encoding is None:  # litellm's bundled encoding is missing: litellm finds its own
+        return _litellm_count(text, MOCK_TOKENIZER_MODEL)
+    return count_locally(encoding, text)
+
+
+def _litellm_count(text: str, model: str) -> int:
+    from ._litellm import get_litellm
+
+    return int(get_litellm().token_counter(model=model, text=text))
 
 
 def message_tokens(message: dict[str, Any], model: str = MOCK_TOKENIZER_MODEL) -> int:
