@@ -10,6 +10,10 @@ error bodies, retries and timeouts are the real ones.
 
 Replies are served from the script in order; once it is empty, ``responder``
 (a function of the request body) answers.
+
+Fault modes beyond status codes: ``hang()`` never answers (until the server
+stops), ``echoing_error``/``echoing_reply`` quote the request's Authorization
+header back, and ``malformed_reply`` sends message fields of any JSON type.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ class Reply:
     # Sent as raw bytes instead of ``body`` when set: for malformed responses.
     raw: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    # Never answer: the handler waits until the server stops, then hangs up.
+    hang: bool = False
+    # The value of this request header replaces "{header}" in the payload.
+    echo_header: str | None = None
 
 
 @dataclass
@@ -122,6 +130,33 @@ def error(
     )
 
 
+def hang() -> Reply:
+    """A request that is never answered (the connection stays open until the server stops)."""
+    return Reply(0, {}, hang=True)
+
+
+def echoing_error(status: int = 401, header: str = "Authorization") -> Reply:
+    """An error whose message quotes a request header, as some proxies' errors do."""
+    reply_ = error(status, f"Incorrect API key provided: {header}: {{header}}")
+    reply_.echo_header = header
+    return reply_
+
+
+def echoing_reply(header: str = "Authorization") -> Reply:
+    """A 200 answer that repeats a request header (a model that was shown a key)."""
+    reply_ = reply(f"Sure. The request came with {header}: {{header}}.")
+    reply_.echo_header = header
+    return reply_
+
+
+def malformed_reply(**message: Any) -> Reply:
+    """A 200 whose message has ``message``'s fields verbatim, of any JSON type
+    (``content=5``, ``tool_calls="nope"``)."""
+    reply_ = reply("placeholder")
+    reply_.body["choices"][0]["message"].update(message)
+    return reply_
+
+
 def context_length_error() -> Reply:
     return error(
         400, CONTEXT_LENGTH_MESSAGE, code="context_length_exceeded", type_="invalid_request_error"
@@ -145,6 +180,8 @@ class FakeOpenAIServer:
     _script: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
+    # Set on stop: hanging handlers hang up.
+    _stopping: threading.Event = field(default_factory=threading.Event)
 
     @property
     def port(self) -> int:
@@ -218,12 +255,21 @@ class FakeOpenAIServer:
                     answer = server._next_reply(body)
                     if answer.delay_s:
                         time.sleep(answer.delay_s)
+                    if answer.hang:
+                        server._stopping.wait()
+                        self.close_connection = True
+                        return
                 finally:
                     with server._lock:
                         server._in_flight -= 1
                 payload = answer.raw if answer.raw is not None else json.dumps(answer.body).encode()
+                if answer.echo_header is not None:
+                    value = self.headers.get(answer.echo_header) or ""
+                    # Escaped for the JSON string it lands in.
+                    payload = payload.replace(b"{header}", json.dumps(value)[1:-1].encode())
                 self._send(answer.status, payload, answer.headers)
 
+        self._stopping.clear()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True  # a sleeping handler must not block shutdown
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
@@ -236,6 +282,7 @@ class FakeOpenAIServer:
         self.stop()
 
     def stop(self) -> None:
+        self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

@@ -41,7 +41,6 @@ reference says it does not know.
 Reply with only a JSON object: {{"agrees": true or false, "reason": "one short sentence"}}"""
 
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 # "YES", "Yes.", "**No**", "> no -", "Verdict: yes"; "not" or "nope" is no verdict.
 _LEADING = re.compile(
     r"^[\W_]*(?:(?:verdict|answer|judgement|judgment|decision)[\W_]*)?(yes|no)\b[\W_]*(.*)",
@@ -95,8 +94,8 @@ def parse_verdict(reply: str) -> tuple[bool, str] | None:
     text = reply.strip()
     fenced = _FENCED.search(text)
     candidates = [fenced.group(1)] if fenced else []
-    whole = _OBJECT.search(text)
-    candidates += [whole.group(0)] if whole else []
+    whole = _outermost_braces(text)
+    candidates += [whole] if whole else []
     for candidate in candidates:
         found = _from_json(candidate)
         if found is not None:
@@ -105,6 +104,13 @@ def parse_verdict(reply: str) -> tuple[bool, str] | None:
     if leading is None:
         return None
     return leading.group(1).lower() == "yes", leading.group(2).strip()
+
+
+def _outermost_braces(text: str) -> str | None:
+    """From the first "{" to the last "}" after it (what ``\\{.*\\}`` finds),
+    in linear time: the regex takes quadratic time on a reply of many "{"."""
+    first, last = text.find("{"), text.rfind("}")
+    return text[first : last + 1] if first != -1 and last > first else None
 
 
 def _from_json(text: str) -> tuple[bool, str] | None:

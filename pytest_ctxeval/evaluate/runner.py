@@ -7,35 +7,39 @@ every selected probe of that run evaluated at once: the simulation stays
 sequential, the model calls (answers and ground truths) run in a thread pool,
 and the finished records are kept for the probes' own items.  Records are the
 same as one-at-a-time evaluation; only the waiting overlaps.
+
+Answers are untrusted text.  Whatever scoring one of them raises becomes
+that item's ``error`` record; no exception leaves ``evaluate``, so no item
+loses its record.  Every record is sealed (secrets scrubbed, long texts
+capped) before it is returned.  Ctrl-C stops the run at once: model calls
+run in daemon threads that nothing waits for (see ``workers``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
 from ..llm.costs import cache_savings_usd
 from ..llm.tokens import shared_prefix_tokens, window_tokens
-from ..results.record import ResultRecord
+from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
-
-if TYPE_CHECKING:
-    from .judge import JudgeResult
 from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer, ask
 from .scoring import check_answer
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
+from .uncheckable import UncheckableAnswer
+from .workers import run_jobs
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
 _K = TypeVar("_K")
@@ -143,7 +147,15 @@ class Evaluator:
                 for p in conversation.probes
                 if p.id == probe.id or wanted is None or p.id in wanted
             ]
-        records = self._evaluate_many(conversation, spec, probes, source)
+        try:
+            records = self._evaluate_many(conversation, spec, probes, source)
+        except Exception as exc:  # a bug past every per-item guard: still one record each
+            message = f"evaluating the probe raised {type(exc).__name__}: {exc}"
+            records = [
+                _failed(_new_record(conversation, spec, p, source, self.settings.model), message)
+                for p in probes
+            ]
+        records = [sealed(record) for record in records]
         for other, record in zip(probes, records, strict=True):
             if other.id != probe.id:
                 self._ready[(*run, other.id)] = record
@@ -202,34 +214,25 @@ class Evaluator:
             if item.window is not None and item.trace is not None:
                 truth = self._truth[(source, conversation.id, item.probe.id)]
                 asked = [answers[("answer", item.probe.id, r)] for r in range(self.settings.repeat)]
-                self._finish(item, asked, truth)
-                finished.append((item, asked, truth))
+                try:
+                    self._finish(item, asked, truth)
+                except UncheckableAnswer as exc:
+                    _failed(item.record, f"cannot score {exc}")
+                except Exception as exc:  # untrusted text broke a check: this item's error only
+                    _failed(item.record, f"scoring raised {type(exc).__name__}: {exc}")
+                else:
+                    finished.append((item, asked, truth))
         self._judge_agreements(finished)
         return [item.record for item in pending]
 
     def _run(self, jobs: dict[_K, Callable[[], _T]]) -> dict[_K, _T]:
-        workers = min(self.settings.concurrency, len(jobs))
-        if workers <= 1:
-            return {key: job() for key, job in jobs.items()}
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ctxeval-model") as pool:
-            futures = {key: pool.submit(job) for key, job in jobs.items()}
-            return {key: future.result() for key, future in futures.items()}
+        return run_jobs(jobs, self.settings.concurrency)
 
     def _prepare(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str
     ) -> _Pending:
         model = self.settings.model
-        record = ResultRecord(
-            scenario=conversation.id,
-            scenario_file=source,
-            strategy=spec.name,
-            model=model,
-            probe=probe.id,
-            verdict="error",
-            classification="error",
-            expected=_expected(probe),
-            turns=sum(1 for m in conversation.messages if m["role"] != "system"),
-        )
+        record = _new_record(conversation, spec, probe, source, model)
         item = _Pending(probe, record)
         try:
             item.trace = trace = self._trace(conversation, spec, source)
@@ -333,7 +336,7 @@ class Evaluator:
     def _score(
         self, record: ResultRecord, probe: ProbeCase, asked: list[ProbeAnswer], truth: _Truth
     ) -> None:
-        failures = [_check(a.answer, probe) for a in asked]
+        failures = [_check(a.answer, probe, "the strategy's answer") for a in asked]
         strategy = Rates(sum(1 for f in failures if not f), len(failures))
         record.failed_checks.extend(next((f for f in failures if f), []))
         record.verdict = verdict_of(strategy)  # type: ignore[assignment]
@@ -342,7 +345,7 @@ class Evaluator:
         if truth.beyond is not None:
             record.classification = "beyond_context"
             return
-        truth_failures = [_check(a.answer, probe) for a in truth.answers]
+        truth_failures = [_check(a.answer, probe, "the full-context answer") for a in truth.answers]
         full = Rates(sum(1 for f in truth_failures if not f), len(truth_failures))
         record.ground_truth_verdict = verdict_of(full)  # type: ignore[assignment]
         record.ground_truth_pass_rate = full.rate
@@ -365,13 +368,8 @@ class Evaluator:
             if probe.expect is not None or probe.constraint_check is not None:
                 continue
             for r, (answer, reference) in enumerate(zip(asked, truth.answers, strict=True)):
-                jobs[(index, r)] = partial(
-                    ask_judge,
-                    judge,
-                    record,
-                    probe.question,
-                    answer.answer or "",
-                    reference.answer or "",
+                jobs[(index, r)] = _judge_job(
+                    judge, record, probe.question, answer.answer or "", reference.answer or ""
                 )
         verdicts = self._run(jobs)
         for index, (item, asked, _) in enumerate(finished):
@@ -430,13 +428,57 @@ def _asker(
     return run
 
 
-def _check(answer: str | None, probe: ProbeCase) -> list[str]:
-    return [
-        failure
-        for expect in (probe.expect, probe.constraint_check)
-        if expect is not None
-        for failure in check_answer(answer, expect)
-    ]
+def _judge_job(
+    judge: ModelClient, record: ResultRecord, question: str, answer: str, reference: str
+) -> Callable[[], JudgeResult]:
+    def run() -> JudgeResult:
+        try:
+            return ask_judge(judge, record, question, answer, reference)
+        except Exception as exc:  # no verdict for this item; the others still get theirs
+            return JudgeResult(False, "", 0.0, f"judge raised {type(exc).__name__}: {exc}")
+
+    return run
+
+
+def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
+    try:
+        return [
+            failure
+            for expect in (probe.expect, probe.constraint_check)
+            if expect is not None
+            for failure in check_answer(answer, expect)
+        ]
+    except UncheckableAnswer as exc:
+        raise UncheckableAnswer(f"{whose}: {exc}") from None
+
+
+def _new_record(
+    conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str, model: str
+) -> ResultRecord:
+    """The record of one item before anything is known: an error until scored."""
+    return ResultRecord(
+        scenario=conversation.id,
+        scenario_file=source,
+        strategy=spec.name,
+        model=model,
+        probe=probe.id,
+        verdict="error",
+        classification="error",
+        expected=_expected(probe),
+        turns=sum(1 for m in conversation.messages if m["role"] != "system"),
+    )
+
+
+def _failed(record: ResultRecord, message: str) -> ResultRecord:
+    """``record`` turned into an error, without the verdicts half-set before it failed."""
+    record.error = message
+    record.verdict = record.classification = "error"
+    record.ground_truth_verdict = None
+    record.pass_rate = record.pass_rate_interval = None
+    record.ground_truth_pass_rate = record.ground_truth_pass_rate_interval = None
+    record.unstable = False
+    record.agreement = None
+    return record
 
 
 def _expected(probe: ProbeCase) -> dict[str, Any] | None:

@@ -8,16 +8,23 @@ import string
 import unicodedata
 from collections import Counter
 
+import regex  # type: ignore[import-untyped]
+
 from ..scenario.schema import Expectation
 from .code_checks import check_python
 from .matching import normalise_text, occurs, same_answer
+from .uncheckable import UncheckableAnswer
+
+# Seconds one `regex`/`not_regex` search may take.  A pattern that backtracks
+# catastrophically ("(a+)+$") on a long answer would otherwise hang the run.
+REGEX_TIMEOUT_S = 2.0
 
 
 def check_answer(answer: str | None, expect: Expectation) -> list[str]:
     """The checks the answer fails, each as a readable sentence; [] is a pass.
-    Text checks match as words (see ``matching``); regexes see the raw answer."""
+    Text checks match as words (see ``matching``); regexes see the raw answer.
+    Raises UncheckableAnswer when a check cannot finish on this answer."""
     text = answer or ""
-    flags = 0 if expect.case_sensitive else re.IGNORECASE
 
     def found(s: str) -> bool:
         return occurs(s, text, expect.case_sensitive)
@@ -38,15 +45,29 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
         present = [s for s in banned if found(s)]
         if present:
             failed.append(f"does not contain {present!r}")
-    if expect.regex is not None and not re.search(expect.regex, text, flags):
+    if expect.regex is not None and not matches(expect.regex, text, expect.case_sensitive):
         failed.append(f"matches /{expect.regex}/")
-    if expect.not_regex is not None and re.search(expect.not_regex, text, flags):
+    if expect.not_regex is not None and matches(expect.not_regex, text, expect.case_sensitive):
         failed.append(f"does not match /{expect.not_regex}/")
     if expect.equals is not None and not same_answer(text, expect.equals, expect.case_sensitive):
         failed.append(f"equals {expect.equals!r}")
     if expect.python is not None:
         failed.extend(check_python(text, expect.python))
     return failed
+
+
+def matches(pattern: str, text: str, case_sensitive: bool) -> bool:
+    """``re.search(pattern, text)`` (ignoring case unless ``case_sensitive``),
+    given up after REGEX_TIMEOUT_S.  The `regex` package in its
+    re-compatible mode (VERSION0) runs the search, for its time limit."""
+    flags = regex.VERSION0 | (0 if case_sensitive else regex.IGNORECASE)
+    try:
+        return regex.search(pattern, text, flags, timeout=REGEX_TIMEOUT_S) is not None
+    except TimeoutError:
+        raise UncheckableAnswer(
+            f"regex /{pattern}/ took longer than its {REGEX_TIMEOUT_S:g} s limit on "
+            f"a {len(text):,}-char answer"
+        ) from None
 
 
 # A role label a strategy or model puts before the answer: "[assistant] ...",

@@ -5,11 +5,14 @@ model, messages, tools and the sampling parameters.  Where the request is
 sent (api_base) and how it is authenticated are not part of it, so one
 cassette serves every server of the same model, and no secret can reach a
 file: what is stored is built here from those four parts, never from the
-keyword arguments handed to litellm.
+keyword arguments handed to litellm; and what is written is scrubbed (see
+``redact``), for a key a server or model echoed into the text.
 
 One pretty-printed JSON file per request, named by the hash prefix, holds
 the request (for humans reading a PR diff) and the response.  Same request
-and response, same bytes.
+and response, same bytes.  Files are written whole or not at all (a
+temporary file, then a rename), and checked field by field when read back:
+a cassette is text from outside like any server's answer.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -25,12 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ..redact import scrub_data
+
 RecordMode = Literal["none", "new", "all"]
 RECORD_MODES: tuple[str, ...] = ("none", "new", "all")
 FORMAT_VERSION = 1
 # 16 hex digits (64 bits) keep file names short; the full hash inside the
 # file is checked on load, so a prefix collision is a miss, never a wrong answer.
 NAME_DIGITS = 16
+
+logger = logging.getLogger("pytest_ctxeval.models")
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,11 @@ class CassetteMiss(LookupError):
     """A request with no cassette while recording is off (``--ctx-record=none``)."""
 
 
+class CassetteError(ValueError):
+    """A cassette that cannot be replayed: not JSON (under ``none``), or a
+    field of the wrong type.  The message names the file and the field."""
+
+
 def build_request(
     model: str,
     messages: list[dict[str, Any]],
@@ -116,7 +129,14 @@ class CassetteStore:
         return self.directory / f"{key[:NAME_DIGITS]}.json"
 
     def load(self, key: str) -> dict[str, Any] | None:
-        """The stored response for ``key``, or None.  ``all`` never replays."""
+        """The stored response for ``key``, checked field by field, or None.
+        ``all`` never replays.
+
+        A file that is not JSON (cut off mid-write by an older version, or
+        hand-edited) is a miss under ``new``, recorded again over it, and a
+        CassetteError under ``none``.  A response whose fields have the wrong
+        types is a CassetteError in every mode: replaying it would crash
+        scoring, and recording over it would hide the edit."""
         if self.mode == "all":
             return None
         path = self.path_for(key)
@@ -124,18 +144,34 @@ class CassetteStore:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except ValueError as exc:
-            raise CassetteMiss(f"cassette {path} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict) or data.get("key") != key:
-            return None
+        except ValueError as exc:  # UnicodeDecodeError included
+            if self.mode == "new":
+                logger.warning("cassette %s is not valid JSON (%s); recording it again", path, exc)
+                return None
+            raise CassetteError(
+                f"cassette {path} is not valid JSON ({exc}); record it again with --ctx-record=new"
+            ) from None
+        if not isinstance(data, dict):
+            raise CassetteError(f"cassette {path}: expected a JSON object, got {_kind(data)}")
+        if data.get("key") != key:
+            return None  # a file-name prefix collision: not this request's answer
         response = data.get("response")
-        return response if isinstance(response, dict) else None
+        problem = response_problem(response)
+        if problem is not None:
+            raise CassetteError(
+                f"cassette {path}: {problem}; fix the file, or delete it to record it again"
+            )
+        assert isinstance(response, dict)  # response_problem checked it
+        return response
 
     def save(self, key: str, request: dict[str, Any], response: dict[str, Any]) -> Path:
         path = self.path_for(key)
         path.parent.mkdir(parents=True, exist_ok=True)
+        # Scrubbed as a whole (the request too): a secret a model echoed may
+        # sit in a later request's messages.  The key was hashed before.
+        stored = scrub_data({"request": request, "response": response})
         text = json.dumps(
-            {"format": FORMAT_VERSION, "key": key, "request": request, "response": response},
+            {"format": FORMAT_VERSION, "key": key, **stored},
             sort_keys=True,
             indent=2,
             ensure_ascii=False,
@@ -160,3 +196,65 @@ class CassetteStore:
             f"{request['model']!r} ({who}); expected {self.path_for(key)}. "
             "--ctx-record=none replays only: record it with --ctx-record=new"
         )
+
+
+def response_problem(response: Any) -> str | None:
+    """What is wrong with a recorded (or live) response's types, naming the
+    field (``response.content is a number (5), expected a string or null``);
+    None when every field has the type a recorded answer has."""
+
+    def bad(field: str, value: Any, expected: str) -> str:
+        return f"{field} is {_kind(value)}, expected {expected}"
+
+    if not isinstance(response, dict):
+        return bad("response", response, "an object")
+    content = response.get("content")
+    if content is not None and not isinstance(content, str):
+        return bad("response.content", content, "a string or null")
+    finish = response.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        return bad("response.finish_reason", finish, "a string or null")
+    cost = response.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+        return bad("response.cost_usd", cost, "a number or null")
+    usage = response.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        return bad("response.usage", usage, "an object or null")
+    for name, count in (usage or {}).items():
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            return bad(f"response.usage.{name}", count, "a whole number or null")
+    calls = response.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        return bad("response.tool_calls", calls, "a list or null")
+    for i, call in enumerate(calls or []):
+        where = f"response.tool_calls[{i}]"
+        if not isinstance(call, dict):
+            return bad(where, call, "an object")
+        if not isinstance(call.get("id"), str):
+            return bad(f"{where}.id", call.get("id"), "a string")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            return bad(f"{where}.function", function, "an object")
+        if not isinstance(function.get("name"), str):
+            return bad(f"{where}.function.name", function.get("name"), "a string")
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            return bad(f"{where}.function.arguments", arguments, "a string or null")
+    return None
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is named in an error: 'a number (5)', 'a list', 'null'."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({json.dumps(value)})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -1,5 +1,9 @@
 """Every model call goes through here: litellm, retries with backoff, usage
-and cost accounting."""
+and cost accounting.
+
+What comes back is untrusted text: an answer is checked for its types,
+capped in length and scrubbed of secrets before anyone sees it, and so is
+the text of every ModelError."""
 
 from __future__ import annotations
 
@@ -12,14 +16,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..redact import register_secret, scrub
+from ..textcap import cap_text
 from ._litellm import get_litellm
 from .cassettes import (
     CallContext,
-    CassetteMiss,
+    CassetteError,
     CassetteStore,
     build_request,
     current_context,
     request_hash,
+    response_problem,
 )
 
 # Progress of long real-model runs: `pytest --log-cli-level=INFO` shows each
@@ -48,13 +55,21 @@ SAMPLING_PARAMS = (
 )
 _CALLS_LOCK = threading.Lock()  # evaluators call from several threads
 MAX_RETRY_AFTER_S = 60.0
+# The longest answer kept and scored, live and in a cassette alike: the
+# cassette keeps exactly what was scored, so a replay gives the same verdict.
+# About 50k tokens, far beyond any answer under --ctx-max-tokens' default,
+# and small enough that a runaway server cannot fill a repository with
+# cassettes or the scorer's memory.  Records keep less (see results.record).
+MAX_ANSWER_CHARS = 200_000
 
 
 class ModelError(RuntimeError):
     """A model call that failed for good (after retries, or not retryable)."""
 
     def __init__(self, message: str, *, context_exceeded: bool = False) -> None:
-        super().__init__(message)
+        # Error bodies may echo the request's headers: scrubbed before anyone
+        # can store, show or log the message.
+        super().__init__(scrub(message))
         # The request was longer than the model's context window.
         self.context_exceeded = context_exceeded
 
@@ -118,6 +133,9 @@ class ModelClient:
     # answers to one window), which would turn into a spurious verdict.
     _asked: dict[str, _Asked] = field(default_factory=dict, repr=False)
     _asked_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        register_secret(self.api_key)
 
     def complete(
         self,
@@ -195,24 +213,26 @@ class ModelClient:
                 # A missing key comes back as a 500 from some providers: it
                 # will not get better by waiting.
                 missing_key = "Missing credentials" in str(exc) or "api_key" in str(exc)
+                # `from None`: the provider's exception may quote a secret, and
+                # a chained cause is printed unscrubbed in any traceback.
                 if is_context_exceeded(exc):
-                    raise ModelError(f"{name}: {_first_line(exc)}", context_exceeded=True) from exc
+                    raise ModelError(f"{name}: {_first_line(exc)}", context_exceeded=True) from None
                 if name not in RETRYABLE or missing_key:
-                    raise ModelError(f"{name}: {_first_line(exc)}") from exc
+                    raise ModelError(f"{name}: {_first_line(exc)}") from None
                 logger.warning(
                     "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
                 )
                 if attempt == self.max_attempts:
                     raise ModelError(
                         f"{name} after {attempt} attempts: {_first_line(exc)}"
-                    ) from exc
+                    ) from None
                 hint = _retry_after_s(exc)
                 wait = hint if hint is not None else self.backoff_s * 2 ** (attempt - 1)
                 if deadline is not None and time.perf_counter() + wait >= deadline:
                     raise ModelError(
                         f"{name}, and no time left for attempt {attempt + 1} within the "
                         f"{self.deadline_s:g} s deadline: {_first_line(exc)}"
-                    ) from exc
+                    ) from None
                 time.sleep(wait)
         completion = self._completion(response, time.perf_counter() - started)
         if not self.model.startswith("ctxeval/"):
@@ -238,8 +258,8 @@ class ModelClient:
             return None
         try:
             stored = self.cassettes.load(key)
-        except CassetteMiss as exc:
-            raise ModelError(str(exc)) from exc
+        except CassetteError as exc:
+            raise ModelError(str(exc)) from None
         if stored is not None:
             return _replayed(stored)
         if self.cassettes.mode == "none":
@@ -264,14 +284,22 @@ class ModelClient:
             for call in (message.tool_calls or [])
         ]
         usage = getattr(response, "usage", None)
+        content, finish_reason = message.content, getattr(choice, "finish_reason", None)
+        # The same checks as a replayed cassette's: what is scored live must
+        # be what a cassette can hold.
+        problem = response_problem(
+            {"content": content, "tool_calls": calls, "finish_reason": finish_reason}
+        )
+        if problem is not None:
+            raise ModelError(f"malformed response from {self.model}: {problem}")
         return Completion(
-            content=message.content,
-            tool_calls=calls,
+            content=_bounded(content),
+            tool_calls=[_bounded_call(call) for call in calls],
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             cost_usd=self._cost(response),
             latency_s=latency,
-            finish_reason=getattr(choice, "finish_reason", None),
+            finish_reason=finish_reason,
         )
 
     def _cost(self, response: Any) -> float:
@@ -294,7 +322,8 @@ def _within(
 
     The call runs in a daemon thread: a blocking HTTP read cannot be
     interrupted, so on time-out it is abandoned (and dies with its socket or
-    the process) while the item goes on as an error."""
+    the process) while the item goes on as an error.  Nothing joins it at
+    exit, so Ctrl-C in the waiting thread does not wait for it either."""
     if deadline is None:
         return call(**kwargs)
     outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
@@ -340,8 +369,10 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     if not text:
         return type(exc).__name__
-    # litellm nests its wrappers: "litellm.XError: litellm.YError: XError: OpenAIException - msg".
-    return _WRAPPER_PREFIX.sub("", text[0])[:300]
+    # litellm nests its wrappers: "litellm.XError: litellm.YError: XError: OpenAIException - msg",
+    # and may run a traceback into the same line ("Invalid response object Traceback ...").
+    line = _WRAPPER_PREFIX.sub("", text[0]).split(" Traceback (most recent call last)")[0]
+    return line[:300]
 
 
 _WRAPPER_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)(?::| -) )+")
@@ -362,10 +393,13 @@ def _cassette_response(completion: Completion) -> dict[str, Any]:
 
 
 def _replayed(response: dict[str, Any]) -> Completion:
+    """A cassette's response (its types checked on load) as a Completion,
+    bounded like a live one: a cassette written by hand or by an older
+    version scores as the same answer arriving live would."""
     usage = response.get("usage") or {}
     return Completion(
-        content=response.get("content"),
-        tool_calls=list(response.get("tool_calls") or []),
+        content=_bounded(response.get("content")),
+        tool_calls=[_bounded_call(call) for call in response.get("tool_calls") or []],
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cost_usd=float(response.get("cost_usd") or 0.0),
@@ -382,3 +416,16 @@ def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     OpenAI, but some OpenAI-compatible servers' chat templates (llama.cpp)
     fail on it with a 500; an empty string means the same everywhere."""
     return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
+
+
+def _bounded(text: str | None) -> str | None:
+    """An answer as it is scored and recorded: secrets scrubbed, length capped."""
+    return None if text is None else cap_text(scrub(text), MAX_ANSWER_CHARS)
+
+
+def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call whose arguments are scrubbed: they go back to the model, and
+    into the next request's cassette."""
+    function = call["function"]
+    arguments = function.get("arguments") or ""
+    return {**call, "function": {**function, "arguments": scrub(arguments)}}

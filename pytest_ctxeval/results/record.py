@@ -6,6 +6,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..redact import scrub_data
+from ..textcap import cap_text
+
+# The answer text a record keeps (answer, ground_truth_answer, answers):
+# enough to read and to diff, while results.jsonl and the report stay small.
+# Scoring saw more (see llm.client.MAX_ANSWER_CHARS); a longer answer ends
+# with "… [truncated: N chars]", N its full length.
+MAX_RECORD_ANSWER_CHARS = 20_000
+# Any other text from outside the run (errors, a judge's reason).
+MAX_RECORD_TEXT_CHARS = 4_000
+
 Verdict = Literal["pass", "fail", "error"]
 Classification = Literal[
     "ok",
@@ -88,3 +99,20 @@ class ResultRecord(BaseModel):
     # Without an expectation: how the answers were compared, and the result.
     agreement: float | None = None
     judge: dict[str, Any] | None = None
+
+
+def sealed(record: ResultRecord) -> ResultRecord:
+    """``record`` as it may be stored and shown: every string scrubbed of
+    secrets (see ``redact``) and the answer texts and errors capped."""
+    data = record.model_dump()
+    for name in ("answer", "ground_truth_answer"):
+        data[name] = cap_text(data[name], MAX_RECORD_ANSWER_CHARS)
+    for name in ("answers", "ground_truth_answers"):
+        if data[name] is not None:
+            data[name] = [cap_text(a, MAX_RECORD_ANSWER_CHARS) for a in data[name]]
+    for name in ("error", "no_ground_truth"):
+        data[name] = cap_text(data[name], MAX_RECORD_TEXT_CHARS)
+    data["failed_checks"] = [cap_text(c, MAX_RECORD_TEXT_CHARS) for c in data["failed_checks"]]
+    if data["judge"] is not None and isinstance(data["judge"].get("reason"), str):
+        data["judge"]["reason"] = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
+    return ResultRecord.model_validate(scrub_data(data))

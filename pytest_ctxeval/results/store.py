@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..redact import scrub_data
 from .record import ResultRecord
 
 
@@ -19,7 +20,9 @@ class ResultWriter:
         self._fh = path.open("w", encoding="utf-8")
 
     def write(self, record: ResultRecord) -> None:
-        data = record.model_dump(mode="json")
+        # Scrubbed again here, where every record passes on its way to disk,
+        # whoever built it.
+        data = scrub_data(record.model_dump(mode="json"))
         self._fh.write(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
         self._fh.flush()
 

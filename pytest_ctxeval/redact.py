@@ -1,0 +1,137 @@
+"""Secrets out of everything the plugin stores or shows.
+
+A server may echo the request's Authorization header in an error body, and a
+model may repeat a key it was shown; either would otherwise reach
+results.jsonl, the report, a cassette or the terminal.  ``scrub`` replaces
+
+- the values of key-like environment variables (``OPENAI_API_KEY``,
+  ``GITHUB_TOKEN``, ``DB_PASSWORD``, ...; values of 8 characters or more),
+- every key a ModelClient was given explicitly (see ``register_secret``),
+- bearer tokens and provider keys by their shape (``Authorization: Bearer
+  ...``, ``sk-...``, ``api-key: ...``),
+
+with ``[redacted]``.  It is applied before text is stored or raised, so a
+replayed cassette holds what a live run would have scored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from functools import lru_cache
+from typing import Any
+
+REDACTED = "[redacted]"
+# Shorter values ("1", "true", "dev") would scrub ordinary words from answers.
+MIN_SECRET_CHARS = 8
+
+_SECRET_SUFFIXES = (
+    "_API_KEY",
+    "_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PWD",
+    "_CREDENTIALS",
+)
+_SECRET_PARTS = ("API_KEY", "APIKEY", "SECRET", "PASSWORD", "ACCESS_TOKEN", "AUTH_TOKEN")
+_SECRET_NAMES = frozenset({"API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD"})
+
+# By shape, for keys that are in no variable this process can see.
+_SHAPES = (
+    # "Authorization: Bearer xyz", "authorization": "Basic xyz": any length, the header
+    # says so; up to a space, quote or separator, and not the full stop of a sentence.
+    re.compile(
+        r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+|token\s+)?)"
+        r"[^\s\"',;]*[^\s\"',;.]"
+    ),
+    # A bare "Bearer <token>": long and with a digit, so "Bearer authentication" stays.
+    re.compile(r"(\bBearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)[A-Za-z0-9._~+/-]{16,}=*"),
+    # Azure's and Anthropic's header, and "api_key=..." in a URL or a dump.
+    re.compile(r"(?i)(\b(?:x-)?api[-_]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._~+/-]{16,}=*"),
+    # OpenAI / Anthropic style keys: sk-..., sk-proj-..., sk-ant-...
+    re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
+)
+
+_explicit: set[str] = set()
+_explicit_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Scrub ``value`` from now on (an api_key handed to a client, not in the environment)."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        with _explicit_lock:
+            _explicit.add(value)
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return (
+        upper in _SECRET_NAMES
+        or upper.endswith(_SECRET_SUFFIXES)
+        or any(part in upper for part in _SECRET_PARTS)
+    )
+
+
+def scrub(text: str) -> str:
+    """``text`` with every secret it contains replaced by ``[redacted]``."""
+    return _scrub(text, _known_values())
+
+
+def scrub_data(value: Any) -> Any:
+    """Every string in a JSON-like structure scrubbed (dict keys included)."""
+    return _scrub_data(value, _known_values())
+
+
+def _scrub(text: str, values: re.Pattern[str] | None) -> str:
+    if len(text) < MIN_SECRET_CHARS:  # too short to hold any secret this module knows
+        return text
+    if values is not None:
+        text = values.sub(REDACTED, text)
+    for shape in _SHAPES:
+        text = shape.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+def _scrub_data(value: Any, values: re.Pattern[str] | None) -> Any:
+    if isinstance(value, str):
+        return _scrub(value, values)
+    if isinstance(value, dict):
+        return {_scrub_data(k, values): _scrub_data(v, values) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub_data(v, values) for v in value)
+    return value
+
+
+def _known_values() -> re.Pattern[str] | None:
+    """One pattern for the secret values of the environment as it is now
+    and of the registered keys."""
+    with _explicit_lock:
+        explicit = frozenset(_explicit)
+    return _pattern(_environment_secrets(tuple(os.environ.items())) | explicit)
+
+
+@lru_cache(maxsize=8)
+def _environment_secrets(environ: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    # Cached by the whole environment: it rarely changes, and scrub runs often.
+    return frozenset(
+        value
+        for name, value in environ
+        if len(value) >= MIN_SECRET_CHARS and is_secret_name(name) and not _is_path(value)
+    )
+
+
+@lru_cache(maxsize=8)
+def _pattern(values: frozenset[str]) -> re.Pattern[str] | None:
+    if not values:
+        return None
+    # Longest first: a key that contains another is replaced whole.
+    return re.compile("|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)))
+
+
+def _is_path(value: str) -> bool:
+    """A file that holds a secret (GOOGLE_APPLICATION_CREDENTIALS=/path/key.json)
+    is not one; scrubbing its path would only garble answers about it."""
+    return value.startswith(("/", "~", "./")) or bool(re.match(r"[A-Za-z]:[\\/]", value))

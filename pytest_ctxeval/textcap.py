@@ -1,0 +1,42 @@
+"""Caps on untrusted text (model answers, server error bodies) with a visible marker.
+
+``cap_text(text, limit)`` keeps the first ``limit`` characters and appends
+``… [truncated: 200,000 chars]``, naming the length of the whole.  Capping is
+idempotent, so a text capped once (say, in a cassette) is left alone when
+capped again on replay: text up to ``limit + SLACK`` characters is kept
+whole, and a capped text is never longer than that.  Capping a capped text
+to a smaller limit names the original length, not the intermediate one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import overload
+
+# Room for the marker: a capped text is at most limit + len(marker) long.
+SLACK = 64
+_MARKER = re.compile(r"\n?… \[truncated: ([\d,]+) chars\]\Z")
+
+
+def marker(original_chars: int) -> str:
+    return f"\n… [truncated: {original_chars:,} chars]"
+
+
+@overload
+def cap_text(text: str, limit: int) -> str: ...
+@overload
+def cap_text(text: None, limit: int) -> None: ...
+def cap_text(text: str | None, limit: int) -> str | None:
+    """``text`` whole if it is at most ``limit + SLACK`` characters long, else
+    its first ``limit`` characters and a marker naming the original length."""
+    if text is None or len(text) <= limit + SLACK:
+        return text
+    return text[:limit] + marker(original_length(text))
+
+
+def original_length(text: str) -> int:
+    """The length a capped text had before capping; ``len(text)`` if it was never capped."""
+    found = _MARKER.search(text)
+    if found is None:
+        return len(text)
+    return max(int(found.group(1).replace(",", "")), len(text))

@@ -1,0 +1,257 @@
+"""Secrets never leak: a key that a server echoes in an error body, or that a
+model repeats in its answer, is scrubbed before anything is stored (record,
+results.jsonl, report, cassette), shown (terminal) or raised (ModelError)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CtxProject, output
+from fake_openai_server import (
+    FakeOpenAIServer,
+    Reply,
+    echo_responder,
+    echoing_error,
+    echoing_reply,
+    last_user_text,
+    ops_scenario,
+    reply,
+    tool_call_reply,
+)
+
+from pytest_ctxeval.llm.cassettes import CassetteStore
+from pytest_ctxeval.llm.client import ModelClient, ModelError
+from pytest_ctxeval.redact import REDACTED, scrub, scrub_data
+from pytest_ctxeval.results.record import ResultRecord
+from pytest_ctxeval.results.store import ResultWriter
+
+PLANTED = "sk-test-planted-123456789"
+HI = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
+# --- scrub ------------------------------------------------------------------------
+
+
+def test_values_of_key_like_environment_variables_are_scrubbed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secrets = {
+        "ACME_API_KEY": "acme-0000-1111",
+        "GITHUB_TOKEN": "ghp_abcdefgh12345678",
+        "DB_PASSWORD": "hunter2hunter2",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG",
+        "MYAPIKEY": "plainvalue99",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    text = " | ".join(secrets.values())
+    assert scrub(text) == " | ".join([REDACTED] * len(secrets))
+
+
+def test_ordinary_variables_and_short_values_are_left_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DEPLOY_REGION", "eu-central-1")  # not a key-like name
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/var/cache/tiktoken")  # "TOKEN" inside a word
+    monkeypatch.setenv("SHORT_TOKEN", "abc123")  # under 8 chars: would scrub words
+    monkeypatch.setenv("SIGNING_KEY", "/etc/keys/signing.pem")  # where a key is, not a key
+    text = "eu-central-1 /var/cache/tiktoken abc123 /etc/keys/signing.pem"
+    assert scrub(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Authorization: Bearer xyz", f"Authorization: Bearer {REDACTED}"),
+        ('{"authorization": "Bearer abc.def"}', f'{{"authorization": "Bearer {REDACTED}"}}'),
+        ("use Bearer eyJhbGciOiJIUzI1NiJ9.e30 here", f"use Bearer {REDACTED} here"),
+        ("key sk-proj-AbCdEf0123456789xyz ok", f"key {REDACTED} ok"),
+        ("x-api-key: 0123456789abcdef0123", f"x-api-key: {REDACTED}"),
+        # Prose that only looks like it is kept.
+        ("Bearer authentication is common", "Bearer authentication is common"),
+        ("pip install sk-learn", "pip install sk-learn"),
+        ("api_key = os.environ['KEY']", "api_key = os.environ['KEY']"),
+    ],
+)
+def test_bearer_tokens_and_provider_keys_are_scrubbed_by_shape(text: str, expected: str) -> None:
+    assert scrub(text) == expected
+
+
+def test_an_explicit_api_key_is_scrubbed_once_a_client_has_it() -> None:
+    key = "explicit-key-f00dfeed"
+    assert scrub(f"key {key}") == f"key {key}"
+    ModelClient("openai/test-model", api_key=key)
+    assert scrub(f"key {key}") == f"key {REDACTED}"
+
+
+def test_scrub_data_reaches_every_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    data = {"a": [PLANTED, {"b": (1, f"x {PLANTED}")}], PLANTED: None}
+    assert scrub_data(data) == {"a": [REDACTED, {"b": (1, f"x {REDACTED}")}], REDACTED: None}
+
+
+# --- the client -------------------------------------------------------------------
+
+
+def test_a_server_echoing_the_key_in_an_error_raises_no_key(server: FakeOpenAIServer) -> None:
+    key = "explicit-key-0123456789"
+    server.script(echoing_error(401))
+    client = ModelClient("openai/test-model", api_base=server.url, api_key=key, backoff_s=0.01)
+    with pytest.raises(ModelError) as excinfo:
+        client.complete(HI)
+    assert server.chat_requests[0].headers.get("authorization") == f"Bearer {key}"
+    error = excinfo.value
+    assert str(error) == (
+        f"AuthenticationError: Incorrect API key provided: Authorization: Bearer {REDACTED}"
+    )
+    # Nor in the exception it was raised from, which a traceback would print.
+    assert error.__cause__ is None and error.__suppress_context__
+
+
+def test_an_answer_repeating_the_key_is_scrubbed(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    server.script(echoing_reply())
+    answer = ModelClient("openai/test-model", api_base=server.url).complete(HI).content
+    assert answer == f"Sure. The request came with Authorization: Bearer {REDACTED}."
+
+
+def test_tool_call_arguments_repeating_the_key_are_scrubbed(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    server.script(tool_call_reply("login", f'{{"token": "{PLANTED}"}}'))
+    calls = ModelClient("openai/test-model", api_base=server.url).complete(HI).tool_calls
+    assert calls[0]["function"]["arguments"] == f'{{"token": "{REDACTED}"}}'
+
+
+def test_a_key_in_the_request_is_not_written_to_its_cassette(
+    server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # An imported transcript may hold the user's key in a turn.
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    server.script(reply("Noted."))
+    turn = [{"role": "user", "content": f"my key is {PLANTED}"}]
+    store = CassetteStore(tmp_path, "new")
+    ModelClient("openai/test-model", api_base=server.url, cassettes=store).complete(turn)
+    [path] = tmp_path.glob("*.json")
+    assert PLANTED not in path.read_text(encoding="utf-8")
+    # The key of the request is its unscrubbed hash: it still replays.
+    replayer = ModelClient("openai/test-model", cassettes=CassetteStore(tmp_path, "none"))
+    assert replayer.complete(turn).content == "Noted."
+
+
+def test_the_results_file_is_scrubbed_whoever_built_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    record = ResultRecord(
+        scenario="s",
+        strategy="full",
+        model="openai/test-model",
+        probe="p",
+        verdict="error",
+        classification="error",
+        error=f"proxy said: {PLANTED}",
+    )
+    writer = ResultWriter(tmp_path / "results.jsonl")
+    writer.write(record)
+    writer.close()
+    text = (tmp_path / "results.jsonl").read_text(encoding="utf-8")
+    assert PLANTED not in text and f"proxy said: {REDACTED}" in text
+
+
+# --- through the plugin ------------------------------------------------------------
+
+LEAKY_YAML = ops_scenario(
+    "leaky",
+    '{id: echo, user: "ECHO Which port?", expect: {contains: "5432"}}',
+    '{id: denied, user: "DENIED Which port?", expect: {contains: "5432"}}',
+    '{id: plain, user: "When is the deploy window?", expect: {contains: Tuesday}}',
+)
+
+
+def leaky(body: dict[str, Any]) -> Reply:
+    question = last_user_text(body)
+    if question.startswith("ECHO"):
+        return echoing_reply()
+    if question.startswith("DENIED"):
+        return echoing_error(401)
+    return echo_responder(body)
+
+
+def test_a_planted_key_appears_in_no_file_and_no_output(
+    ctx: CtxProject,
+    server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    xdist_args: tuple[str, ...],
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    server.responder = leaky
+    ctx.scenario("leaky", LEAKY_YAML)
+    result = ctx.run(
+        "--ctx-model=openai/test-model",
+        f"--ctx-api-base={server.url}",
+        "--ctx-strategy=full,headtail",
+        "--ctx-cassettes=cassettes",
+        "--ctx-results=out/results.jsonl",
+        "--ctx-report=out/report.html",
+        "-rA",
+        *xdist_args,
+    )
+    # The key really went out, and came back in both an error and an answer.
+    assert {r.headers.get("authorization") for r in server.chat_requests} == {f"Bearer {PLANTED}"}
+    records = {(r["probe"], r["strategy"]): r for r in ctx.results("out/results.jsonl")}
+    assert records[("denied", "full")]["error"] == (
+        "model error: AuthenticationError: Incorrect API key provided: "
+        f"Authorization: Bearer {REDACTED}"
+    )
+    assert records[("echo", "full")]["answer"] == (
+        f"Sure. The request came with Authorization: Bearer {REDACTED}."
+    )
+    written = [p for p in (ctx.path / "cassettes").rglob("*") if p.is_file()]
+    assert written  # the echoing answer was recorded
+    written += [ctx.path / "out/results.jsonl", ctx.path / "out/report.html"]
+    for path in written:
+        assert PLANTED not in path.read_text(encoding="utf-8"), path
+    assert PLANTED not in output(result)
+    assert REDACTED in output(result)  # the failures were shown, scrubbed
+
+
+LEAKY_STRATEGY = """
+import os
+
+from pytest_ctxeval.strategies.base import BaseStrategy
+
+
+class Leaky(BaseStrategy):
+    \"\"\"A strategy whose bug quotes the environment in its error.\"\"\"
+
+    name = "leaky"
+
+    def window(self):
+        raise RuntimeError("cannot log in with " + os.environ["OPENAI_API_KEY"])
+"""
+
+
+def test_a_key_in_any_error_text_stays_out_of_the_report_and_terminal(
+    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    ctx.write("leaky_strategy.py", LEAKY_STRATEGY)
+    ctx.scenario("ops", ops_scenario("ops", '{id: day, user: "When?", expect: {contains: x}}'))
+    result = ctx.run("--ctx-strategy=leaky_strategy:Leaky", "--ctx-report=out/report.html")
+    (record,) = ctx.results()
+    assert record["error"] == f"strategy 'leaky' raised RuntimeError: cannot log in with {REDACTED}"
+    assert PLANTED not in (ctx.path / "out/report.html").read_text(encoding="utf-8")
+    assert PLANTED not in output(result)
