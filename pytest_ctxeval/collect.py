@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .report.terminal_text import printable
 from .session import SESSION_KEY
 
 if TYPE_CHECKING:
@@ -16,6 +17,16 @@ if TYPE_CHECKING:
     from .strategies.registry import StrategySpec
 
 RECORD_KEY = pytest.StashKey["ResultRecord"]()
+# The collect report attribute that carries a problem with the run's settings
+# (a bad --ctx-strategy, an unknown model) from a scenario file to the controller.
+USAGE_ERROR_ATTR = "ctxeval_usage_error"
+
+# Markers pytest and xdist act on: a tag with one of these names would skip,
+# xfail or regroup the scenario's items instead of just labelling them.
+ACTING_MARKERS = frozenset(
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "xdist_group"}
+)
+RENAMED_TAG_PREFIX = "tag_"
 
 
 class ProbeFailed(Exception):
@@ -27,12 +38,21 @@ class ProbeFailed(Exception):
 
 
 class ScenarioFile(pytest.File):
+    # A problem with the run's settings found while collecting this file.
+    usage_error: str | None = None
+
     def collect(self) -> Iterator[pytest.Collector]:
         from .scenario.errors import ScenarioError
         from .scenario.loader import load_conversations
 
         session = self.config.stash[SESSION_KEY]
-        session.collected_scenarios = True
+        try:
+            session.prepare_collection()
+        except pytest.UsageError as exc:
+            # Raised here it is this file's collection error; the plugin turns
+            # it into the run's usage error (see plugin.ControllerHooks).
+            self.usage_error = str(exc)
+            raise
         root = next(
             (d for d in session.options.scenario_dirs if self.path.is_relative_to(d)),
             self.path.parent,
@@ -57,15 +77,16 @@ class ScenarioFile(pytest.File):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from .scenario.errors import ScenarioError
 
-        if isinstance(excinfo.value, ScenarioError):
-            return str(excinfo.value)
+        if isinstance(excinfo.value, (ScenarioError, pytest.UsageError)):
+            return printable(str(excinfo.value))
         return super().repr_failure(excinfo)
 
 
 class ScenarioNode(pytest.Collector):
-    """One scenario; its items are its probes under each strategy, named like
-    parametrized tests (``probe[strategy]``) so every id can be passed back
-    to pytest to re-run one item."""
+    """One scenario; its items are its probes under each strategy, named and
+    identified like parametrized tests (``probe[strategy]``, the strategy as
+    the parameter), so every id can be passed back to pytest to re-run one
+    item, and --lf, --ff, --sw and -k find the items they remember."""
 
     def __init__(self, *, conversation: Conversation, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -76,8 +97,25 @@ class ScenarioNode(pytest.Collector):
         for probe in self.conversation.probes:
             for spec in strategies:
                 yield ProbeItem.from_parent(
-                    self, name=f"{probe.id}[{spec.name}]", probe=probe, spec=spec
+                    self,
+                    name=f"{probe.id}[{spec.name}]",
+                    nodeid=_parametrized_id(self, probe.id, spec.name),
+                    probe=probe,
+                    spec=spec,
                 )
+
+
+def _parametrized_id(parent: pytest.Collector, name: str, param: str) -> Any:
+    """The structured id of a parametrized item, ``name`` with ``param``.
+
+    pytest 9 compares ids by path, names and parameter; the id it would build
+    from the name alone keeps ``[strategy]`` in the name, so it never equals
+    the one it reads back from its cache (--lf, --ff, --sw) or from a
+    report.  Earlier pytest builds the string id from the name itself: None."""
+    parent_id = getattr(parent, "id", None)
+    if parent_id is None or not hasattr(parent_id, "with_params"):
+        return None
+    return parent_id.child(name).with_params(param)
 
 
 class ProbeItem(pytest.Item):
@@ -92,10 +130,8 @@ class ProbeItem(pytest.Item):
         assert isinstance(file, ScenarioFile)
         self.source = file.display_path
         for tag in self.conversation.scenario.tags:
-            marker = tag.replace("-", "_")
-            if marker.isidentifier():
-                # Registered first so tags never trip --strict-markers.
-                self.config.addinivalue_line("markers", f"{marker}: scenario tag {tag!r}")
+            marker = register_tag(self.config, tag)
+            if marker is not None:
                 self.add_marker(marker)
 
     def runtest(self) -> None:
@@ -109,12 +145,14 @@ class ProbeItem(pytest.Item):
         if fail_on == "never":
             return
         if record.classification == "beyond_context" and record.verdict == "error":
-            pytest.skip(f"beyond_context: {record.error}")
+            pytest.skip(printable(f"beyond_context: {record.error}"))
         if fail_on == "context_loss" and record.verdict != "pass":
             if record.classification == "model_miss":
                 pytest.xfail(
-                    f"model_miss: {session.options.model} failed this probe "
-                    "even with the full context"
+                    printable(
+                        f"model_miss: {session.options.model} failed this probe "
+                        "even with the full context"
+                    )
                 )
             if record.classification == "unstable":
                 pytest.xfail(f"unstable: {_rates(record)}; not credibly a context loss")
@@ -128,8 +166,44 @@ class ProbeItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         line = self.conversation.probe_lines.get(self.probe.id)
+        # The domain heads the item's failure report.  It must not end the
+        # node id: -v shows an id that ends with its domain with every "."
+        # before the "[" turned into "::", so recall-depth-0.9 would read
+        # recall-depth-0::9 and could not be pasted back.
+        where = f"{self.source}:{line}" if line else self.source
+        domain = f"{self.conversation.id}::{self.name} ({where})"
         # pytest wants a 0-based line here.
-        return self.path, (line - 1 if line else None), f"{self.conversation.id}::{self.name}"
+        return self.path, (line - 1 if line else None), domain
+
+
+def register_tag(config: pytest.Config, tag: str) -> str | None:
+    """The marker a scenario tag becomes, registered on first use so tags
+    never trip --strict-markers; None when the tag cannot be a marker."""
+    marker = tag_marker(tag)
+    if marker is None:
+        return None
+    name, description = marker
+    registered = config.stash[SESSION_KEY].registered_markers
+    if name not in registered:
+        config.addinivalue_line("markers", f"{name}: {description}")
+        registered.add(name)
+    return name
+
+
+def tag_marker(tag: str) -> tuple[str, str] | None:
+    """The marker a scenario tag becomes, with its description; None when the
+    tag cannot be a marker name.  A tag named like a marker pytest acts on
+    (skip, xfail, ...) is prefixed, so it labels the items and changes nothing."""
+    name = tag.replace("-", "_")
+    if not name.isidentifier():
+        return None
+    if name in ACTING_MARKERS:
+        return (
+            RENAMED_TAG_PREFIX + name,
+            f"scenario tag {tag!r}, renamed: a {name!r} marker would change how pytest "
+            f"runs the items (select them with -m {RENAMED_TAG_PREFIX}{name})",
+        )
+    return name, f"scenario tag {tag!r}"
 
 
 def format_failure(record: ResultRecord) -> str:
@@ -149,7 +223,8 @@ def format_failure(record: ResultRecord) -> str:
         f"prompt tokens:       {record.prompt_tokens:,} "
         f"(full context: {record.full_prompt_tokens:,})"
     )
-    return "\n".join(lines)
+    # Answers and errors are text from outside: no escape sequence reaches the terminal.
+    return printable("\n".join(lines))
 
 
 def _explain(record: ResultRecord) -> str:

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from .output_paths import OutputPath
+
 FAIL_ON = ("context_loss", "fail", "never")
+DEFAULT_SCENARIO_DIR = "scenarios"
 RECORD_MODES = ("none", "new", "all")
+# Models named so are answered in-process and never recorded in cassettes.
+MOCK_MODEL_PREFIX = "ctxeval/"
 
 # option dest -> (flag, ini help, default)
 _OPTIONS: dict[str, tuple[str, str, str | None]] = {
@@ -161,9 +168,12 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(dest, help_text + shown, default=default)
     parser.addini(
         "ctx_scenario_dirs",
-        "Directories whose YAML files are scenarios (default: scenarios)",
+        "Directories whose YAML files are scenarios. Unset, the plugin looks in "
+        f"{DEFAULT_SCENARIO_DIR}/ and takes only files with probes, so other YAML there "
+        "is left alone",
         type="linelist",
-        default=["scenarios"],
+        # None tells "not set" from a value: only a set value makes every YAML a scenario.
+        default=None,
     )
 
 
@@ -176,6 +186,8 @@ class CtxOptions:
     results: Path
     fail_on: str
     scenario_dirs: tuple[Path, ...]
+    # The ini names the scenario directories: every YAML file there is a scenario.
+    scenario_dirs_declared: bool = False
     cassettes: Path = Path("reports/cassettes")
     record: str = "new"
     concurrency: int = 8
@@ -196,6 +208,9 @@ class CtxOptions:
 
         root = config.rootpath
         invocation = config.invocation_params.dir
+        # pytest before 8 gives [] for an unset list: an empty setting counts as unset.
+        declared_dirs: list[str] | None = config.getini("ctx_scenario_dirs") or None
+        dirs = [DEFAULT_SCENARIO_DIR] if declared_dirs is None else declared_dirs
 
         def output_path(dest: str) -> Path:
             # A path given on the command line is relative to where pytest ran;
@@ -211,7 +226,8 @@ class CtxOptions:
             report=output_path("ctx_report"),
             results=output_path("ctx_results"),
             fail_on=_fail_on(get("ctx_fail_on") or "context_loss"),
-            scenario_dirs=tuple((root / d).resolve() for d in config.getini("ctx_scenario_dirs")),
+            scenario_dirs=tuple((root / d).resolve() for d in dirs),
+            scenario_dirs_declared=declared_dirs is not None,
             cassettes=output_path("ctx_cassettes"),
             record=_record_mode(get("ctx_record") or "new"),
             concurrency=_at_least_one("--ctx-concurrency", get("ctx_concurrency") or "8"),
@@ -222,3 +238,22 @@ class CtxOptions:
             max_tokens=_at_least_one("--ctx-max-tokens", get("ctx_max_tokens") or "1024"),
             timeout=_seconds(get("ctx_timeout") or "300"),
         )
+
+    @property
+    def writes_cassettes(self) -> bool:
+        """Whether a model answer may be recorded: a mock's never is, and
+        replaying (--ctx-record=none) only reads."""
+        real = [m for m in (self.model, self.judge) if m and not m.startswith(MOCK_MODEL_PREFIX)]
+        return bool(real) and self.record != "none"
+
+    def output_paths(self) -> list[OutputPath]:
+        """Where the run writes, with the option that says so."""
+        from .output_paths import OutputPath
+
+        outputs = [
+            OutputPath("--ctx-results", self.results, "file"),
+            OutputPath("--ctx-report", self.report, "file"),
+        ]
+        if self.writes_cassettes:
+            outputs.append(OutputPath("--ctx-cassettes", self.cassettes, "directory"))
+        return outputs

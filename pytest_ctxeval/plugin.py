@@ -1,8 +1,9 @@
 """The pytest11 entry point: options, collection, result plumbing, session end.
 
-Thin wiring only.  Heavy imports (litellm, pandas, the report) happen lazily,
-when scenarios are collected or a report is written, so installing the plugin
-costs nothing in test runs that have no scenarios.
+Thin wiring only, and inert in a run without scenarios: configuring reads the
+options and nothing else.  Strategies are resolved, the model and the output
+paths checked, when the first scenario is collected; heavy imports (litellm,
+pandas, the report) happen only then.
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ from typing import Any
 
 import pytest
 
-from .collect import RECORD_KEY, ScenarioFile
+from .collect import (
+    ACTING_MARKERS,
+    RECORD_KEY,
+    USAGE_ERROR_ATTR,
+    ProbeItem,
+    ScenarioFile,
+    register_tag,
+)
 from .options import CtxOptions, add_options
+from .scenario_files import ScenarioFileRule, named_files
 from .session import SESSION_KEY, CtxSession
-
-SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,68 +33,62 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    from .strategies.registry import UnknownStrategyError, resolve
-
     options = CtxOptions.from_config(config)
-    try:
-        strategies = resolve(options.strategies, preset_dirs=[config.rootpath / "strategies"])
-    except UnknownStrategyError as exc:
-        raise pytest.UsageError(f"--ctx-strategy: {exc}") from None
-    if not strategies:
-        raise pytest.UsageError("--ctx-strategy: no strategy named")
     # litellm builds pydantic schemas of its own types lazily, on the first
     # model call, and each one warns; that noise is not the user's.
     config.addinivalue_line(
         "filterwarnings", "ignore:.* using the `ReadOnly` qualifier:UserWarning"
     )
-    ctx = CtxSession(options=options, strategies=strategies)
-    # Checked here, where a UsageError is a clean one-line error; a mock model
-    # is checked by name, a real one through litellm (imported only then).
-    ctx.check_model()
+    ctx = CtxSession(options=options, preset_dirs=[config.rootpath / "strategies"])
     config.stash[SESSION_KEY] = ctx
+    # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
+    for tag in sorted(ACTING_MARKERS):
+        register_tag(config, tag)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(ControllerHooks(ctx), "ctxeval-controller")
+        config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
+
+
+_RULE_KEY = pytest.StashKey[ScenarioFileRule]()
+
+
+def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
+    """Which YAML files are scenarios, decided once per run."""
+    if _RULE_KEY not in config.stash:
+        options = config.stash[SESSION_KEY].options
+        config.stash[_RULE_KEY] = ScenarioFileRule(
+            dirs=options.scenario_dirs,
+            dirs_declared=options.scenario_dirs_declared,
+            named_files=named_files(config.args, config.invocation_params.dir),
+        )
+    return config.stash[_RULE_KEY]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-    if file_path.suffix not in SCENARIO_SUFFIXES:
-        return None
-    config = parent.config
-    session = config.stash[SESSION_KEY]
-    if _in_dirs(file_path, session.options.scenario_dirs) or file_path.resolve() in _named_files(
-        config
-    ):
+    if scenario_file_rule(parent.config).collects(file_path):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 
 
-def _in_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:
-    """Inside a scenario directory, and not in a part whose name starts with
-    ``_`` (the place for ``!include`` fragments)."""
-    for d in dirs:
-        if path.is_relative_to(d):
-            return not any(part.startswith("_") for part in path.relative_to(d).parts)
-    return False
-
-
-_NAMED_FILES = pytest.StashKey[frozenset[Path]]()
-
-
-def _named_files(config: pytest.Config) -> frozenset[Path]:
-    """Files named on the command line, resolved once per run."""
-    if _NAMED_FILES not in config.stash:
-        base = config.invocation_params.dir
-        config.stash[_NAMED_FILES] = frozenset(
-            (base / arg.split("::")[0]).resolve() for arg in config.args
-        )
-    return config.stash[_NAMED_FILES]
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, Any]:
+    report = yield
+    if isinstance(collector, ScenarioFile) and collector.usage_error is not None:
+        # Travels with the report from an xdist worker; the controller turns
+        # it into a usage error (see ControllerHooks.pytest_collectreport).
+        setattr(report, USAGE_ERROR_ATTR, collector.usage_error)
+    return report
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # trylast: after -k/-m deselection, so deselected probes never cost a model call.
+    ctx = config.stash[SESSION_KEY]
+    runs = not hasattr(config, "workerinput") and not config.option.collectonly
+    if runs and any(isinstance(item, ProbeItem) for item in items):
+        ctx.check_outputs()  # a usage error here comes before any item runs
+        ctx.will_record = True
     together = not hasattr(config, "workerinput") or config.option.dist in ("loadscope", "loadfile")
-    config.stash[SESSION_KEY].note_selection(items, runs_stay_together=together)
+    ctx.note_selection(items, runs_stay_together=together)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -107,9 +108,37 @@ class ControllerHooks:
     """Registered only where results are gathered: the controller under
     xdist, or the single process without it."""
 
-    def __init__(self, ctx: CtxSession) -> None:
+    def __init__(self, config: pytest.Config, ctx: CtxSession) -> None:
+        self.config = config
         self.ctx = ctx
         self.written: dict[str, Path] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # tryfirst: stops the run before the report is counted as a collection error.
+        problem = getattr(report, USAGE_ERROR_ATTR, None)
+        if problem is not None:
+            raise pytest.UsageError(problem)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist only the workers collect; the ids tell the controller
+        # that ctxeval items will run before any of them is scheduled.
+        if not self.ctx.will_record and any(self._is_probe(nodeid) for nodeid in ids):
+            self.ctx.check_outputs()
+            self.ctx.will_record = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        if self._is_probe(crashitem):
+            self.ctx.add_crash_record(crashitem, str(report.longrepr))
+
+    def _is_probe(self, nodeid: str) -> bool:
+        """``path::scenario::probe[strategy]`` in a scenario file."""
+        path, _, rest = nodeid.partition("::")
+        if "::" not in rest or not rest.endswith("]"):
+            return False
+        return scenario_file_rule(self.config).collects(self.config.rootpath / path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = getattr(report, "ctxeval_record", None)
@@ -120,7 +149,7 @@ class ControllerHooks:
         self.written = self.ctx.finish()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.ctx.records:
+        if not self.written:
             return
         from .report.terminal import summary_lines
 

@@ -1,12 +1,18 @@
 """The run's state for the plugin: options, strategies, the evaluator and
-the records gathered on the controller."""
+the records gathered on the controller.
+
+Nothing here is resolved or checked until a scenario is collected: a run
+without scenarios pays for no strategy import and never fails on a ctxeval
+setting.
+"""
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,19 +30,73 @@ SESSION_KEY = pytest.StashKey["CtxSession"]()
 @dataclass
 class CtxSession:
     options: CtxOptions
-    strategies: list[StrategySpec]
+    # Where the project's strategy presets live.
+    preset_dirs: list[Path] = field(default_factory=list)
     run_id: str = field(
         default_factory=lambda: (
             datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
         )
     )
     records: list[ResultRecord] = field(default_factory=list)
-    collected_scenarios: bool = False
+    # Controller side: ctxeval items were selected to run, so this run writes
+    # the results file and the report (even if no record arrives).
+    will_record: bool = False
+    # Tags already registered as markers.
+    registered_markers: set[str] = field(default_factory=set)
+    _strategies: list[StrategySpec] | None = None
+    _model_checked: bool = False
+    _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
     _writer: ResultWriter | None = None
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
     selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     batch_runs: bool = True
+
+    @property
+    def strategies(self) -> list[StrategySpec]:
+        """The strategies to run, resolved on first use (importing every
+        built-in takes far longer than the rest of the plugin's start-up).
+        A bad name is a pytest.UsageError."""
+        if self._strategies is None:
+            from .strategies.registry import UnknownStrategyError, resolve
+
+            try:
+                specs = resolve(self.options.strategies, preset_dirs=self.preset_dirs)
+            except UnknownStrategyError as exc:
+                raise pytest.UsageError(f"--ctx-strategy: {exc}") from None
+            if not specs:
+                raise pytest.UsageError("--ctx-strategy: no strategy named")
+            self._strategies = specs
+        return self._strategies
+
+    def prepare_collection(self) -> None:
+        """What collecting a scenario needs: the strategies, and a model that
+        can be called.  Raises pytest.UsageError."""
+        _ = self.strategies
+        self.check_model()
+
+    def check_model(self) -> None:
+        """An unknown model is a usage error, found before anything runs."""
+        if self._model_checked:
+            return
+        from .llm.models import describe_unknown_model
+
+        problem = describe_unknown_model(self.options.model, self.options.api_base)
+        if problem:
+            raise pytest.UsageError(f"--ctx-model: {problem}")
+        self._model_checked = True
+
+    def check_outputs(self) -> None:
+        """Every output can be written: a usage error naming the option and
+        the path otherwise, before the first model call is paid for."""
+        if self._outputs_checked:
+            return
+        from .output_paths import output_problems
+
+        problems = output_problems(self.options.output_paths())
+        if problems:
+            raise pytest.UsageError("\n".join(problems))
+        self._outputs_checked = True
 
     @property
     def evaluator(self) -> Evaluator:
@@ -79,20 +139,37 @@ class CtxSession:
                 run = (item.source, item.conversation.id, item.spec.name)
                 self.selection.setdefault(run, set()).add(item.probe.id)
 
-    def check_model(self) -> None:
-        """An unknown model is a usage error, found before anything runs."""
-        from .llm.models import describe_unknown_model
-
-        problem = describe_unknown_model(self.options.model, self.options.api_base)
-        if problem:
-            raise pytest.UsageError(f"--ctx-model: {problem}")
-
     def add_record(self, payload: str) -> ResultRecord:
         """Controller side: keep and persist one finished item's record."""
         from .results.record import ResultRecord
+
+        return self._keep(ResultRecord.model_validate_json(payload))
+
+    def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
+        """Controller side: an ``error`` record for an item whose xdist worker
+        died while running it (the worker could send none)."""
+        from .results.record import ResultRecord
+
+        path, _, rest = nodeid.partition("::")
+        scenario, _, item = rest.partition("::")
+        probe, _, strategy = item.partition("[")
+        record = ResultRecord(
+            nodeid=nodeid,
+            scenario=scenario,
+            scenario_file=path,
+            strategy=strategy.removesuffix("]"),
+            model=self.options.model,
+            probe=probe,
+            repeat=self.options.repeat,
+            verdict="error",
+            classification="error",
+            error=message,
+        )
+        return self._keep(record)
+
+    def _keep(self, record: ResultRecord) -> ResultRecord:
         from .results.store import ResultWriter
 
-        record = ResultRecord.model_validate_json(payload)
         record.run_id = self.run_id
         if self._writer is None:
             self._writer = ResultWriter(self.options.results)
@@ -100,23 +177,35 @@ class CtxSession:
         self.records.append(record)
         return record
 
-    def finish(self) -> dict[str, Any]:
-        """Close the results file and write the report; returns what was written."""
-        written: dict[str, Any] = {}
-        if self._writer is not None:
-            self._writer.close()
-            written["results"] = self.options.results
-        if self.records or self.collected_scenarios:
-            from .report.html import write_report
+    def finish(self) -> dict[str, Path]:
+        """Close the results file and write the report; returns what was written.
 
-            write_report(
-                self.options.report,
-                self.records,
-                run_info={
-                    "run_id": self.run_id,
-                    "model": self.options.model,
-                    "strategies": ", ".join(s.name for s in self.strategies),
-                },
-            )
-            written["report"] = self.options.report
-        return written
+        A run in which no ctxeval item was selected writes nothing, so the
+        previous run's results and report stay side by side.  A run that
+        selected items but recorded none (interrupted) still empties the
+        results file: it sits next to this run's report."""
+        if not (self.will_record or self.records):
+            return {}
+        if self._writer is None:
+            from .results.store import ResultWriter
+
+            self._writer = ResultWriter(self.options.results)
+        self._writer.close()
+        from .report.html import write_report
+
+        write_report(
+            self.options.report,
+            self.records,
+            run_info={
+                "run_id": self.run_id,
+                "model": self.options.model,
+                "strategies": ", ".join(self._strategy_names()),
+            },
+        )
+        return {"results": self.options.results, "report": self.options.report}
+
+    def _strategy_names(self) -> list[str]:
+        # Under xdist the controller resolves no strategy: the records name them.
+        if self._strategies is not None:
+            return [s.name for s in self._strategies]
+        return list(dict.fromkeys(r.strategy for r in self.records))

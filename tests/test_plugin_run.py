@@ -151,9 +151,12 @@ def suite(request: pytest.FixtureRequest, run_suite) -> SuiteRun:
 
 
 def failure_section(text: str, title: str) -> str:
-    """The body of one failure report, e.g. title ``recall::launch-code[sliding]``."""
+    """The body of one failure report, e.g. title ``recall::launch-code[sliding]``
+    (the heading goes on with the probe's file and line)."""
     match = re.search(
-        rf"_{{3,}} {re.escape(title)} _{{3,}}\n(.*?)(?=\n_{{3,}} |\n={{3,}} )", text, re.S
+        rf"_{{3,}} {re.escape(title)} \([^)\n]+\) _{{3,}}\n(.*?)(?=\n_{{3,}} |\n={{3,}} )",
+        text,
+        re.S,
     )
     assert match is not None, f"no failure section {title!r} in:\n{text}"
     return match.group(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..results.record import ResultRecord
+from .terminal_text import printable
 
 
 def summary_lines(records: list[ResultRecord]) -> list[str]:
@@ -19,7 +20,7 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
     summary = strategy_summary(records_frame(records))[[*cols, "cumulative_input_tokens"]]
     rows = [
         (
-            str(name),
+            printable(str(name)),
             f"{row['passed']}/{row['items']}",
             str(row["context_loss"]),
             str(row["model_miss"]),

@@ -1,0 +1,114 @@
+"""Which YAML files a run collects as scenarios.
+
+A project that sets ``ctx_scenario_dirs`` in its ini has said where its
+scenarios are: every YAML file there is one, and a broken file is an error.
+Without that setting the plugin looks in ``scenarios/`` but must stay out of
+the way of projects that keep other YAML there, so it takes only files that
+look like scenario files (see :func:`looks_like_scenario_file`).  A file named
+on the command line is always a scenario.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import yaml
+
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+# Every scenario has probes (the schema requires at least one).
+_PROBES = "probes"
+# A block key ``probes:``, for a file that is not valid YAML: it is still
+# meant as a scenario, and its author wants to see the error.
+_PROBES_KEY_LINE = re.compile(r"^[ \t-]*probes[ \t]*:", re.M)
+_INCLUDE_TAG = "!include"
+
+
+class ScenarioFileRule:
+    """Decides, per path, whether a YAML file is a scenario file."""
+
+    def __init__(
+        self, *, dirs: tuple[Path, ...], dirs_declared: bool, named_files: frozenset[Path]
+    ) -> None:
+        self.dirs = dirs
+        # True when the ini names the scenario directories (ctx_scenario_dirs).
+        self.dirs_declared = dirs_declared
+        self.named_files = named_files
+        self._sniffed: dict[Path, bool] = {}
+
+    def collects(self, path: Path) -> bool:
+        if path.suffix not in SCENARIO_SUFFIXES:
+            return False
+        inside = in_scenario_dirs(path, self.dirs)
+        if inside and self.dirs_declared:
+            return True
+        if path.resolve() in self.named_files:
+            return True
+        if not inside:
+            return False
+        if path not in self._sniffed:
+            self._sniffed[path] = looks_like_scenario_file(path)
+        return self._sniffed[path]
+
+
+def in_scenario_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:
+    """Inside a scenario directory, and not in a part whose name starts with
+    ``_`` (the place for ``!include`` fragments)."""
+    for d in dirs:
+        if path.is_relative_to(d):
+            return not any(part.startswith("_") for part in path.relative_to(d).parts)
+    return False
+
+
+def named_files(args: list[str], base: Path) -> frozenset[Path]:
+    """The files named by command-line arguments (``path::id`` selects in one)."""
+    return frozenset((base / arg.split("::")[0]).resolve() for arg in args)
+
+
+def looks_like_scenario_file(path: Path) -> bool:
+    """The file's top level is a scenario (a mapping with ``probes``), a
+    ``scenarios:`` list of them, or a list of them; an entry may also be an
+    ``!include``.  Only the first document's node tree is built (no values),
+    so this is cheap; unreadable files are not scenarios."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    import yaml
+
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        root = next(yaml.compose_all(text, Loader=loader), None)
+    except yaml.YAMLError:
+        return _PROBES_KEY_LINE.search(text) is not None
+    if isinstance(root, yaml.MappingNode):
+        if _has_key(root, _PROBES):
+            return True
+        listed = _value(root, "scenarios")
+        return isinstance(listed, yaml.SequenceNode) and _lists_scenarios(listed)
+    return isinstance(root, yaml.SequenceNode) and _lists_scenarios(root)
+
+
+def _lists_scenarios(node: yaml.SequenceNode) -> bool:
+    import yaml
+
+    return any(
+        item.tag == _INCLUDE_TAG or (isinstance(item, yaml.MappingNode) and _has_key(item, _PROBES))
+        for item in node.value
+    )
+
+
+def _has_key(node: yaml.MappingNode, name: str) -> bool:
+    return _value(node, name) is not None
+
+
+def _value(node: yaml.MappingNode, name: str) -> yaml.Node | None:
+    import yaml
+
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == name:
+            return value
+    return None
