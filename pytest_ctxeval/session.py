@@ -81,9 +81,19 @@ class CtxSession:
             return
         from .llm.models import describe_unknown_model
 
-        problem = describe_unknown_model(self.options.model, self.options.api_base)
+        # A replay-only run sends nothing, so it needs no key.
+        calls_model = self.options.record != "none"
+        problem = describe_unknown_model(
+            self.options.model, self.options.api_base, calls_model=calls_model
+        )
         if problem:
             raise pytest.UsageError(f"--ctx-model: {problem}")
+        if self.options.judge:
+            problem = describe_unknown_model(
+                self.options.judge, self.options.api_base, calls_model=calls_model
+            )
+            if problem:
+                raise pytest.UsageError(f"--ctx-judge: {problem}")
         self._model_checked = True
 
     def check_outputs(self) -> None:

@@ -93,11 +93,6 @@ def test_a_missing_base_url_with_a_default_is_left_to_the_call(
     assert describe_unknown_model("ollama/llama3") is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="session.check_model must pass calls_model=options.record != 'none' "
-    "(remove this mark with that change)",
-)
 def test_a_replay_only_run_needs_no_key(ctx: CtxProject, no_keys: None) -> None:
     # --ctx-record=none sends nothing: a missing recording is the item's error,
     # not a missing key.
@@ -118,3 +113,12 @@ def test_a_key_that_is_set_is_enough_for_the_check(monkeypatch: pytest.MonkeyPat
     problem = describe_unknown_model("azure/my-deployment")
     assert problem is not None
     assert "not set: AZURE_API_BASE, AZURE_API_VERSION, AZURE_API_KEY" in problem
+
+
+def test_a_judge_without_its_key_is_a_usage_error_too(ctx: CtxProject, no_keys: None) -> None:
+    ctx.scenario("ops", SCENARIO)
+    result = ctx.run("--ctx-judge=openai/gpt-4o-mini", "--ctx-strategy=full")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert error_lines(result)[0].startswith(
+        "ERROR: --ctx-judge: model 'openai/gpt-4o-mini' needs an API key"
+    )
