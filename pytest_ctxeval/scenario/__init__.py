@@ -2,6 +2,7 @@
 
 from .build import Conversation, Fact, ProbeCase, build_conversation
 from .errors import Problem, ScenarioError
+from .limits import Limits
 from .loader import load_conversations, load_scenarios, parse_conversations
 from .schema import Expectation, Scenario
 
@@ -9,6 +10,7 @@ __all__ = [
     "Conversation",
     "Expectation",
     "Fact",
+    "Limits",
     "ProbeCase",
     "Problem",
     "Scenario",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from ..llm.request_text import message_texts
 from ..llm.text import contains_phrase, normalise
-from .generators import generate_text, generate_turns
+from .generators import GenerateSpec, generate_text, generate_turns
 from .schema import (
     AssistantTurn,
     Expectation,
@@ -161,6 +161,22 @@ def _expand_turns(turns: list[Any], call_ids: Iterator[int]) -> list[Message]:
     return messages
 
 
+def generated_specs(scenario: Scenario) -> Iterator[tuple[tuple[str | int, ...], GenerateSpec]]:
+    """Every ``generate`` of the scenario, with where it is in the YAML."""
+    if scenario.sessions:
+        chats: list[tuple[tuple[str | int, ...], list[Any]]] = [
+            (("sessions", i, "turns"), s.turns) for i, s in enumerate(scenario.sessions)
+        ]
+    else:
+        chats = [(("turns",), scenario.turns)]
+    for prefix, turns in chats:
+        for index, turn in enumerate(turns):
+            if isinstance(turn, GenerateTurn):
+                yield (*prefix, index, "generate"), turn.generate
+            elif isinstance(turn, ToolTurn) and turn.tool.generate is not None:
+                yield (*prefix, index, "tool", "generate"), turn.tool.generate
+
+
 def _tool_call(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     arguments = json.dumps(args, sort_keys=True)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
@@ -232,12 +248,21 @@ def _insert_text(text: str, at: int, needle: str) -> str:
     if at == len(text):
         return f"{text}\n{needle}" if "\n" in text else f"{text} {needle}"
     for sep in ("\n", ". ", " "):
-        cuts = [i + len(sep) for i in range(len(text)) if text.startswith(sep, i)]
-        if cuts:
-            cut = min(cuts, key=lambda c: abs(c - at))
+        cut = _nearest_cut(text, sep, at)
+        if cut is not None:
             glue = "\n" if sep == "\n" else " "
             return f"{text[:cut]}{needle}{glue}{text[cut:]}"
     return f"{text} {needle}"
+
+
+def _nearest_cut(text: str, sep: str, at: int) -> int | None:
+    """The end of the occurrence of ``sep`` nearest ``at`` (the earlier one
+    on a tie), found by searching outwards from ``at``: a needle planted in
+    a long tool output costs the distance to a boundary, not the output's length."""
+    before = text.rfind(sep, 0, at)  # the last occurrence ending at or before ``at``
+    after = text.find(sep, max(at - len(sep) + 1, 0))  # the first ending after it
+    cuts = [i + len(sep) for i in (before, after) if i != -1]
+    return min(cuts, key=lambda c: abs(c - at)) if cuts else None
 
 
 def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:

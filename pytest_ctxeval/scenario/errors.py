@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -16,12 +18,21 @@ class Problem:
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
 
+# Problems printed for one file; a generated or mangled file can have
+# thousands, and the first ones are what the author fixes first.
+SHOWN_PROBLEMS = 50
+
+
 class ScenarioError(Exception):
     """One or more problems in one scenario file."""
 
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
+        lines = [str(p) for p in problems[:SHOWN_PROBLEMS]]
+        if len(problems) > SHOWN_PROBLEMS:
+            more = len(problems) - SHOWN_PROBLEMS
+            lines.append(f"{problems[0].path}: ... and {more:,} more problems in this file")
+        super().__init__("\n".join(lines))
 
     @classmethod
     def at(cls, path: str, line: int, column: int, message: str) -> ScenarioError:
@@ -43,3 +54,10 @@ class ScenarioWarning(UserWarning):
     @classmethod
     def of(cls, problem: Problem) -> ScenarioWarning:
         return cls(str(problem), problem)
+
+
+def closest(word: object, options: Iterable[object]) -> str | None:
+    """The option a misspelt ``word`` most likely meant, if one is close
+    enough: ``closest("prob", [..., "probes"]) == "probes"``."""
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.6)
+    return close[0] if close else None

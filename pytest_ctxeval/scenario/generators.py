@@ -40,17 +40,58 @@ class GenerateSpec(BaseModel):
 
     kind: GeneratorKind
     seed: int = 0
-    turns: int = Field(
-        default=4, ge=1, le=10_000, description="chitchat / coding_session: exchanges"
-    )
-    rows: int = Field(
-        default=50, ge=1, le=1_000_000, description="items: rows, lines, spans, tests"
-    )
+    # No upper bounds here: the loader bounds the estimated total of a file
+    # (CTXEVAL_MAX_GENERATED_TOKENS), so one limit governs all the sizes.
+    turns: int = Field(default=4, ge=1, description="chitchat / coding_session: exchanges")
+    rows: int = Field(default=50, ge=1, description="items: rows, lines, spans, tests")
     tokens: int | None = Field(
-        default=None, ge=1, le=50_000_000, description="approximate size in tokens (overrides rows)"
+        default=None, ge=1, description="approximate size in tokens (overrides rows)"
     )
     failures: int = Field(default=1, ge=0, description="test_run: failing tests")
-    words: int = Field(default=200, ge=1, le=10_000_000, description="prose: words")
+    words: int = Field(default=200, ge=1, description="prose: words")
+
+
+# Tokens per item, exchange or word, measured on generated text and rounded
+# up: what ``estimated_tokens`` multiplies the counts by.
+_TOKENS_PER_ITEM = {
+    "json_rows": 45,
+    "json_api": 90,
+    "spans": 85,
+    "log_lines": 23,
+    "file_read": 8,
+    "test_run": 14,
+    "shell": 26,
+    "lint": 22,
+    "chitchat": 36,
+    "coding_session": 500,
+}
+_TOKENS_PER_FAILURE = 80  # a test_run traceback
+_TOKENS_PER_WORD = 1.2
+
+
+def estimated_tokens(spec: GenerateSpec) -> int:
+    """About how many tokens ``spec`` generates, without generating it."""
+    if spec.tokens is not None:
+        return spec.tokens
+    if spec.kind == "prose":
+        return round(spec.words * _TOKENS_PER_WORD)
+    if spec.kind in ("chitchat", "coding_session"):
+        return spec.turns * _TOKENS_PER_ITEM[spec.kind]
+    tokens = spec.rows * _TOKENS_PER_ITEM[spec.kind]
+    if spec.kind == "test_run":
+        tokens += min(spec.failures, spec.rows) * _TOKENS_PER_FAILURE
+    return tokens
+
+
+def size_knob(spec: GenerateSpec) -> str:
+    """The setting that sizes ``spec``, as written: "rows: 1,000,000"."""
+    if spec.tokens is not None:
+        return f"tokens: {spec.tokens:,}"
+    if spec.kind == "prose":
+        return f"words: {spec.words:,}"
+    if spec.kind in ("chitchat", "coding_session"):
+        return f"turns: {spec.turns:,}"
+    return f"rows: {spec.rows:,}"
 
 
 Message = dict[str, Any]

@@ -7,9 +7,12 @@ line and column to report.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 import warnings
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Union
 
@@ -17,62 +20,135 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..evaluate.matching import occurs
-from .build import BuildProblem, Conversation, build_conversation
-from .errors import Problem, ScenarioError, ScenarioWarning
+from .build import BuildProblem, Conversation, build_conversation, generated_specs
+from .errors import Problem, ScenarioError, ScenarioWarning, closest
+from .generators import estimated_tokens, size_knob
+from .limits import InvalidLimit, Limits
 from .schema import TURN_KINDS, Expectation, Scenario
-from .templating import TemplateProblem, expand_matrix, matrix_suffix, render_tree
+from .templating import (
+    Renderer,
+    TemplateProblem,
+    check_variables,
+    expand_matrix,
+    matrix_size,
+    matrix_suffix,
+)
+from .textfile import FileProblem, read_text_file
 from .yamlsource import find_node, parse_yaml, position
 
 Loc = tuple[str | int, ...]
 
 
 def load_scenarios(
-    path: str | Path, *, display_path: str | None = None, root: str | Path | None = None
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    root: str | Path | None = None,
+    limits: Limits | None = None,
 ) -> list[Scenario]:
     """All scenarios in one YAML file, or ScenarioError naming file:line:col."""
-    return [c.scenario for c in load_conversations(path, display_path=display_path, root=root)]
+    conversations = load_conversations(path, display_path=display_path, root=root, limits=limits)
+    return [c.scenario for c in conversations]
 
 
 def load_conversations(
-    path: str | Path, *, display_path: str | None = None, root: str | Path | None = None
+    path: str | Path,
+    *,
+    display_path: str | None = None,
+    root: str | Path | None = None,
+    limits: Limits | None = None,
 ) -> list[Conversation]:
     """Load, validate and build every scenario of one file.  ``!include``
-    may not leave ``root`` (default: the file's directory)."""
+    may not leave ``root`` (default: the file's directory).  ``limits``
+    defaults to the built-in limits with any ``CTXEVAL_MAX_*`` variables."""
     path = Path(path)
     shown = display_path or str(path)
+    limits = _limits(limits, shown)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError.at(shown, 1, 1, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError.at(shown, 1, 1, f"cannot read file: {exc}") from None
-    base = path.resolve().parent
-    return parse_conversations(text, shown, base_dir=base, root=Path(root) if root else base)
+        text = read_text_file(path, limits)
+    except FileProblem as exc:
+        message = "file not found" if exc.missing else str(exc)
+        raise ScenarioError.at(shown, exc.line, exc.column, message) from None
+    source = path.resolve()
+    base = source.parent
+    root_dir = Path(root) if root else base
+    return _guarded(shown, lambda: _parse(text, shown, base, root_dir, limits, (source,)))
 
 
 def parse_conversations(
-    text: str, path: str, *, base_dir: Path | None = None, root: Path | None = None
+    text: str,
+    path: str,
+    *,
+    base_dir: Path | None = None,
+    root: Path | None = None,
+    limits: Limits | None = None,
 ) -> list[Conversation]:
-    base_dir = base_dir or Path.cwd()
-    tree, data = parse_yaml(text, path, base_dir=base_dir, root=root or base_dir)
+    """Every scenario in ``text``, the contents of the file shown as ``path``."""
+    limits = _limits(limits, path)
+    base = base_dir or Path.cwd()
+    return _guarded(path, lambda: _parse(text, path, base, root or base, limits, ()))
+
+
+def _guarded(path: str, load: Callable[[], list[Conversation]]) -> list[Conversation]:
+    """``load()``, with any failure as a ScenarioError: one file never stops the run."""
+    try:
+        return load()
+    except ScenarioError:
+        raise
+    except RecursionError:
+        raise ScenarioError.at(path, 1, 1, "nested too deeply to load") from None
+    except Exception as exc:  # noqa: BLE001 - a bug of ours, reported as one
+        raise ScenarioError.at(
+            path,
+            1,
+            1,
+            f"could not load the file ({type(exc).__name__}: {str(exc)[:300]}); this is a bug in "
+            "pytest-ctxeval, please report it with the file",
+        ) from None
+
+
+def _limits(limits: Limits | None, path: str) -> Limits:
+    if limits is not None:
+        return limits
+    try:
+        return Limits.from_env()
+    except InvalidLimit as exc:
+        raise ScenarioError.at(path, 1, 1, str(exc)) from None
+
+
+def _parse(
+    text: str, path: str, base_dir: Path, root: Path, limits: Limits, chain: tuple[Path, ...]
+) -> list[Conversation]:
+    if len(text) > limits.file_bytes // 4 and len(text.encode()) > limits.file_bytes:
+        found = f"the file has {len(text.encode()):,} bytes"
+        raise ScenarioError.at(path, 1, 1, limits.exceeded("file_bytes", found))
+    tree, data = parse_yaml(text, path, base_dir=base_dir, root=root, limits=limits, chain=chain)
     if isinstance(data, dict) and set(data) == {"scenarios"}:
         items = data["scenarios"]
-        if not isinstance(items, list):
+        if not isinstance(items, list) or not items:
             line, col = position(tree, ("scenarios",))
-            raise ScenarioError.at(path, line, col, "'scenarios' must be a list of scenarios")
+            raise ScenarioError.at(
+                path, line, col, "'scenarios' must be a list of scenarios (at least one)"
+            )
         entries: list[tuple[Any, Loc]] = [(item, ("scenarios", i)) for i, item in enumerate(items)]
     elif isinstance(data, dict):
         entries = [(data, ())]
-    elif isinstance(data, list):
+    elif isinstance(data, list) and data:
         entries = [(item, (i,)) for i, item in enumerate(data)]
     else:
-        raise ScenarioError.at(path, 1, 1, "expected a scenario mapping (id, turns, probes, ...)")
+        raise ScenarioError.at(
+            path,
+            1,
+            1,
+            f"expected a scenario: a mapping with id, turns, probes, ...; got {_described(data)}",
+        )
+    file = _FileBudget(limits)
     built: list[Conversation] = []
     problems: list[Problem] = []
     notes: list[Problem] = []  # become ScenarioWarnings
     for item, prefix in entries:
         try:
-            conversations = _build_entry(item, prefix, tree, path)
+            conversations = _build_entry(item, prefix, tree, file)
         except ValidationError as exc:
             problems.extend(_problems(exc, tree, prefix, path))
         except (BuildProblem, TemplateProblem) as exc:
@@ -86,35 +162,92 @@ def parse_conversations(
     problems.extend(_warn(list(dict.fromkeys(notes))))
     if problems:
         raise ScenarioError(sorted(set(problems), key=lambda p: (p.line, p.column, p.message)))
-    ids = [c.id for c in built]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    counts = Counter(c.id for c in built)
+    duplicates = sorted(i for i, n in counts.items() if n > 1)
     if duplicates:
         raise ScenarioError.at(path, 1, 1, f"duplicate scenario id(s): {', '.join(duplicates)}")
     return built
 
 
-def _build_entry(item: Any, prefix: Loc, root: yaml.Node, path: str) -> list[Conversation]:
+class _FileBudget:
+    """What the scenarios of one file have used of the file's limits."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.renderer = Renderer(limits)
+        self.scenarios = 0  # after matrix expansion
+        self.generated_tokens = 0
+
+    def add_matrix(self, combinations: int) -> None:
+        self.scenarios += combinations
+        if self.scenarios > self.limits.matrix:
+            found = (
+                f"matrix expands to {combinations:,} scenarios"
+                if self.scenarios == combinations
+                else f"the matrices of this file expand to {self.scenarios:,} scenarios"
+            )
+            raise TemplateProblem(("matrix",), self.limits.exceeded("matrix", found))
+
+    def add_generated(self, scenario: Scenario) -> None:
+        """Estimated before anything is generated, so a huge request fails at once."""
+        for loc, spec in generated_specs(scenario):
+            tokens = estimated_tokens(spec)
+            self.generated_tokens += tokens
+            if self.generated_tokens > self.limits.generated_tokens:
+                asked = f"{spec.kind} with {size_knob(spec)} makes about {tokens:,} tokens"
+                found = (
+                    asked
+                    if self.generated_tokens == tokens
+                    else f"generated text in this file comes to about "
+                    f"{self.generated_tokens:,} tokens here ({asked})"
+                )
+                raise BuildProblem(loc, self.limits.exceeded("generated_tokens", found))
+
+
+def _build_entry(item: Any, prefix: Loc, root: yaml.Node, file: _FileBudget) -> list[Conversation]:
     """One YAML entry: expanded by its matrix, rendered, validated, built."""
     if not isinstance(item, dict):
-        Scenario.model_validate(item)  # raises the proper "expected a mapping" error
+        raise BuildProblem(
+            (),
+            f"expected a scenario: a mapping with id, turns, probes, ...; got {_described(item)}",
+        )
     template = dict(item)
     # Templating is opt-in: only a scenario with vars or a matrix is a template.
     templated = "vars" in template or "matrix" in template
     matrix = template.pop("matrix", None)
-    variables = template.pop("vars", None) or {}
-    if not isinstance(variables, dict):
-        raise TemplateProblem(("vars",), "'vars' must be a mapping of names to values")
+    variables = check_variables(template.pop("vars", None) or {})
+    file.add_matrix(matrix_size(matrix))
     out = []
     for combo in expand_matrix(matrix):
-        data = render_tree(template, {**variables, **combo}) if templated else template
+        data = (
+            file.renderer.render_tree(template, {**variables, **combo}) if templated else template
+        )
         if combo and isinstance(data.get("id"), str):
             data["id"] = data["id"] + matrix_suffix(combo)
-        conversation = build_conversation(Scenario.model_validate(data))
+        scenario = Scenario.model_validate(data)
+        file.add_generated(scenario)
+        conversation = build_conversation(scenario)
         conversation.matrix = combo
         for i, probe in enumerate(conversation.probes):
             conversation.probe_lines[probe.id] = position(root, (*prefix, "probes", i))[0]
         out.append(conversation)
     return out
+
+
+def _described(value: Any) -> str:
+    """What a value is, for "expected X; got Y"."""
+    if value is None:
+        return "nothing (an empty document)"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:39] + "\u2026"
+        return f"the text {shown!r}"
+    if isinstance(value, list):
+        return "an empty list" if not value else f"a list of {len(value):,} items"
+    return f"a {type(value).__name__}"
 
 
 def _given_away(
@@ -185,18 +318,26 @@ def _message(err: Any, loc: Loc, parent: type[BaseModel] | None) -> str:
     where = _dotted(loc)
     kind = err["type"]
     if kind == "extra_forbidden":
-        allowed = ", ".join(parent.model_fields) if parent else ""
-        hint = f"; expected one of: {allowed}" if allowed else ""
+        allowed = list(parent.model_fields) if parent else []
+        hint = f"; expected one of: {', '.join(allowed)}" if allowed else ""
+        guess = closest(loc[-1], allowed)
+        hint += f"; did you mean {guess!r}?" if guess else ""
         return f"unknown key {loc[-1]!r} in {_dotted(loc[:-1]) or 'scenario'}{hint}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r} in {_dotted(loc[:-1]) or 'scenario'}"
     if kind == "turn_kind" and isinstance(err.get("input"), dict):
         keys = ", ".join(repr(k) for k in err["input"]) or "none"
+        unknown = [k for k in err["input"] if k not in TURN_KINDS]
+        guess = closest(unknown[0], TURN_KINDS) if len(unknown) == 1 else None
+        hint = f" (did you mean {guess!r}?)" if guess else ""
         return (
-            f"{where}: a turn needs exactly one of the keys user, assistant, tool, generate; "
-            f"got {keys}"
+            f"{where}: a turn needs exactly one of the keys user, assistant, tool, generate"
+            f"{hint}; got {keys}"
         )
     msg = str(err["msg"]).removeprefix("Value error, ")
+    if kind == "literal_error":
+        guess = closest(err.get("input"), re.findall(r"'([^']*)'", str(err["ctx"]["expected"])))
+        msg += f"; did you mean {guess!r}?" if guess else ""
     return f"{where}: {msg}" if where else msg
 
 

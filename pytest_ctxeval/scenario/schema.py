@@ -7,6 +7,7 @@ scenario is reported instead of silently ignored.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -21,6 +22,7 @@ from pydantic import (
 )
 
 from ..evaluate.matching import normalise_expected, occurs
+from .errors import closest
 from .generators import GenerateSpec
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -356,7 +358,8 @@ class Scenario(Strict):
                     raise LocatedValueError(
                         ("probes", i, "needle"),
                         f"probe {probe.id!r} names needle {probe.needle!r}; "
-                        f"known needles: {', '.join(sorted(needles)) or 'none'}",
+                        f"known needles: {', '.join(sorted(needles)) or 'none'}"
+                        + _guess(probe.needle, needles),
                     )
                 if probe.user is None and needle.question is None:
                     raise LocatedValueError(
@@ -370,9 +373,15 @@ class Scenario(Strict):
                 raise LocatedValueError(
                     ("probes", i, "constraint"),
                     f"probe {probe.id!r} names constraint {probe.constraint!r}; "
-                    f"known constraints: {', '.join(sorted(constraints)) or 'none'}",
+                    f"known constraints: {', '.join(sorted(constraints)) or 'none'}"
+                    + _guess(probe.constraint, constraints),
                 )
         return self
+
+
+def _guess(name: str, known: Iterable[str]) -> str:
+    guess = closest(name, sorted(known))
+    return f"; did you mean {guess!r}?" if guess else ""
 
 
 def _require_text(value: str, *, quotes: bool = False) -> None:
