@@ -39,6 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "filterwarnings", "ignore:.* using the `ReadOnly` qualifier:UserWarning"
     )
+    # A malformed server answer makes litellm's own models warn as they are
+    # serialised; the fault itself is the item's error record.
+    config.addinivalue_line("filterwarnings", "ignore:Pydantic serializer warnings:UserWarning")
     ctx = CtxSession(options=options, preset_dirs=[config.rootpath / "strategies"])
     config.stash[SESSION_KEY] = ctx
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.

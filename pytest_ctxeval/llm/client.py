@@ -366,16 +366,9 @@ def _retry_after_s(exc: BaseException) -> float | None:
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    if not text:
-        return type(exc).__name__
-    # litellm nests its wrappers: "litellm.XError: litellm.YError: XError: OpenAIException - msg",
-    # and may run a traceback into the same line ("Invalid response object Traceback ...").
-    line = _WRAPPER_PREFIX.sub("", text[0]).split(" Traceback (most recent call last)")[0]
-    return line[:300]
+    from .error_text import error_line
 
-
-_WRAPPER_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)(?::| -) )+")
+    return error_line(exc)
 
 
 def _cassette_response(completion: Completion) -> dict[str, Any]:

@@ -28,7 +28,8 @@ def error_line(error: BaseException | str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if not lines:
         return type(error).__name__ if isinstance(error, BaseException) else ""
-    line = _WRAPPER_PREFIX.sub("", lines[0])
+    # litellm may run a traceback into the same line ("Invalid response object Traceback ...").
+    line = _WRAPPER_PREFIX.sub("", lines[0]).split(" Traceback (most recent call last)")[0]
     return without_urls(line)[:MAX_CHARS]
 
 
