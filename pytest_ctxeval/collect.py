@@ -30,11 +30,13 @@ RENAMED_TAG_PREFIX = "tag_"
 
 
 class ProbeFailed(Exception):
-    """The probe's verdict fails the item under --ctx-fail-on."""
+    """The probe's verdict fails the item under --ctx-fail-on, or the gate
+    found it regressed against the baseline (``reason`` says so)."""
 
-    def __init__(self, record: ResultRecord) -> None:
+    def __init__(self, record: ResultRecord, reason: str = "") -> None:
         super().__init__(record.classification)
         self.record = record
+        self.reason = reason
 
 
 class ScenarioFile(pytest.File):
@@ -141,6 +143,10 @@ class ProbeItem(pytest.Item):
         )
         record.nodeid = self.nodeid
         self.stash[RECORD_KEY] = record
+        self.user_properties.extend(junit_properties(record))
+        if session.gate is not None:
+            self._end_under_gate(session.gate.decide(record), record)
+            return
         fail_on = session.options.fail_on
         if fail_on == "never":
             return
@@ -159,9 +165,19 @@ class ProbeItem(pytest.Item):
         if record.verdict != "pass":
             raise ProbeFailed(record)
 
+    def _end_under_gate(self, decision: tuple[str, str], record: ResultRecord) -> None:
+        """With a baseline only a regression (or an error) fails the item."""
+        outcome, reason = decision
+        if outcome == "fail":
+            raise ProbeFailed(record, reason)
+        if outcome == "xfail":
+            pytest.xfail(printable(reason))
+
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ProbeFailed):
-            return format_failure(excinfo.value.record)
+            failure = format_failure(excinfo.value.record)
+            reason = excinfo.value.reason
+            return f"{printable(reason)}\n{failure}" if reason else failure
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
@@ -204,6 +220,20 @@ def tag_marker(tag: str) -> tuple[str, str] | None:
             f"runs the items (select them with -m {RENAMED_TAG_PREFIX}{name})",
         )
     return name, f"scenario tag {tag!r}"
+
+
+def junit_properties(record: ResultRecord) -> list[tuple[str, object]]:
+    """What --junitxml writes as the test case's properties."""
+    survival = ",".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
+    return [
+        ("ctxeval.classification", record.classification),
+        ("ctxeval.verdict", record.verdict),
+        ("ctxeval.strategy", record.strategy),
+        ("ctxeval.prompt_tokens", record.prompt_tokens),
+        ("ctxeval.cumulative_input_tokens", record.cumulative_input_tokens),
+        ("ctxeval.cost_usd", f"{record.cost_usd:.6f}"),
+        ("ctxeval.fact_survival", survival),
+    ]
 
 
 def format_failure(record: ResultRecord) -> str:

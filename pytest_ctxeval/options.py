@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from .gate.rules import Rule
     from .output_paths import OutputPath
 
 FAIL_ON = ("context_loss", "fail", "never")
 DEFAULT_SCENARIO_DIR = "scenarios"
+# Where --ctx-update-baseline writes without --ctx-baseline: committed next to the scenarios.
+DEFAULT_BASELINE = "ctxeval-baseline.json"
 RECORD_MODES = ("none", "new", "all")
 # Models named so are answered in-process and never recorded in cassettes.
 MOCK_MODEL_PREFIX = "ctxeval/"
@@ -85,6 +89,28 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "--ctx-timeout",
         "Seconds one model call may take in all, retries included",
         "300",
+    ),
+    "ctx_baseline": (
+        "--ctx-baseline",
+        "A baseline file (written by --ctx-update-baseline): only a probe that regressed "
+        "against it fails the run; known losses, new and removed probes are reported",
+        None,
+    ),
+    "ctx_fail_if": (
+        "--ctx-fail-if",
+        "Budget rules against the baseline, per strategy: [STRATEGY:]METRIC:CHANGE, "
+        "comma-separated, e.g. 'tokens:+10%,cost:+5%,headtail:pass_rate:-0.05'",
+        None,
+    ),
+    "ctx_shard": (
+        "--ctx-shard",
+        "Run shard I of N (I/N): a stable share of the scenarios, for a CI matrix",
+        None,
+    ),
+    "ctx_summary": (
+        "--ctx-summary",
+        "Append a Markdown summary of the run to this file (e.g. $GITHUB_STEP_SUMMARY)",
+        None,
     ),
     "ctx_context_window": (
         "--ctx-context-window",
@@ -166,6 +192,15 @@ def add_options(parser: pytest.Parser) -> None:
         shown = f" (default: {default})" if default else ""
         group.addoption(flag, dest=dest, default=None, help=help_text + shown)
         parser.addini(dest, help_text + shown, default=default)
+    group.addoption(
+        "--ctx-update-baseline",
+        dest="ctx_update_baseline",
+        action="store_true",
+        default=False,
+        help="Write this run's outcomes to the --ctx-baseline file "
+        f"(default {DEFAULT_BASELINE}) instead of comparing; probes outside the run "
+        "keep their entries",
+    )
     parser.addini(
         "ctx_scenario_dirs",
         "Directories whose YAML files are scenarios. Unset, the plugin looks in "
@@ -197,6 +232,15 @@ class CtxOptions:
     context_window: int | None = None
     max_tokens: int = 1024
     timeout: float = 300.0
+    baseline: Path | None = None
+    update_baseline: bool = False
+    fail_if: tuple[Rule, ...] = ()
+    shard: tuple[int, int] | None = None
+    summary: Path | None = None
+
+    @property
+    def gated(self) -> bool:
+        return self.baseline is not None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> CtxOptions:
@@ -237,6 +281,7 @@ class CtxOptions:
             context_window=_context_window(get("ctx_context_window")),
             max_tokens=_at_least_one("--ctx-max-tokens", get("ctx_max_tokens") or "1024"),
             timeout=_seconds(get("ctx_timeout") or "300"),
+            **_gate_options(config, get, output_path),
         )
 
     @property
@@ -254,6 +299,47 @@ class CtxOptions:
             OutputPath("--ctx-results", self.results, "file"),
             OutputPath("--ctx-report", self.report, "file"),
         ]
+        if self.baseline is not None and self.update_baseline:
+            outputs.append(OutputPath("--ctx-baseline", self.baseline, "file"))
+        if self.summary is not None:
+            outputs.append(OutputPath("--ctx-summary", self.summary, "file"))
         if self.writes_cassettes:
             outputs.append(OutputPath("--ctx-cassettes", self.cassettes, "directory"))
         return outputs
+
+
+def _gate_options(
+    config: pytest.Config, get: Callable[[str], str | None], output_path: Callable[[str], Path]
+) -> dict[str, Any]:
+    """The regression gate's options, checked together: rules need a baseline."""
+    update = bool(config.getoption("ctx_update_baseline"))
+    baseline = get("ctx_baseline")
+    fail_if = get("ctx_fail_if")
+    shard = get("ctx_shard")
+    gate: dict[str, Any] = {"update_baseline": update}
+    if baseline or update:
+        gate["baseline"] = (
+            output_path("ctx_baseline") if baseline else (config.rootpath / DEFAULT_BASELINE)
+        )
+    if fail_if:
+        if not baseline or update:
+            raise pytest.UsageError(
+                "--ctx-fail-if: budget rules compare against a baseline; "
+                "give --ctx-baseline=PATH (and not --ctx-update-baseline)"
+            )
+        from .gate.rules import RuleError, parse_rules
+
+        try:
+            gate["fail_if"] = tuple(parse_rules(fail_if))
+        except RuleError as exc:
+            raise pytest.UsageError(f"--ctx-fail-if: {exc}") from None
+    if shard:
+        from .gate.shard import parse_shard
+
+        try:
+            gate["shard"] = parse_shard(shard)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--ctx-shard: {exc}") from None
+    if get("ctx_summary"):
+        gate["summary"] = output_path("ctx_summary")
+    return gate

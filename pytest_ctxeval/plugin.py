@@ -23,6 +23,7 @@ from .collect import (
     register_tag,
 )
 from .options import CtxOptions, add_options
+from .report.terminal_text import printable
 from .scenario_files import ScenarioFileRule, named_files
 from .session import SESSION_KEY, CtxSession
 
@@ -86,12 +87,48 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # trylast: after -k/-m deselection, so deselected probes never cost a model call.
     ctx = config.stash[SESSION_KEY]
-    runs = not hasattr(config, "workerinput") and not config.option.collectonly
-    if runs and any(isinstance(item, ProbeItem) for item in items):
+    if ctx.options.shard is not None:
+        _keep_shard(config, items)
+    controller = not hasattr(config, "workerinput")
+    runs = controller and not config.option.collectonly
+    probes = [item.nodeid for item in items if isinstance(item, ProbeItem)]
+    if runs and probes:
         ctx.check_outputs()  # a usage error here comes before any item runs
         ctx.will_record = True
+    if controller:
+        ctx.note_ran(probes, filtered=run_is_filtered(config))
     together = not hasattr(config, "workerinput") or config.option.dist in ("loadscope", "loadfile")
     ctx.note_selection(items, runs_stay_together=together)
+
+
+def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--ctx-shard=i/n: deselect the scenarios of the other shards (the same
+    choice on every xdist worker, so their collections still agree)."""
+    from .gate.shard import shard_of
+
+    shard = config.stash[SESSION_KEY].options.shard
+    assert shard is not None
+    index, count = shard
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        inside = (
+            not isinstance(item, ProbeItem)
+            or shard_of(item.source, item.conversation.id, count) == index
+        )
+        (kept if inside else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+def run_is_filtered(config: pytest.Config) -> bool:
+    """-k, -m, node ids or --lf/--sw narrowed the run: a baseline probe that
+    did not run may only be deselected, so it is not called removed."""
+    option = config.option
+    named = any("::" in arg for arg in config.args)
+    narrowed = getattr(option, "lf", False) or getattr(option, "stepwise", False)
+    return bool(option.keyword or option.markexpr or named or narrowed)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -115,6 +152,8 @@ class ControllerHooks:
         self.config = config
         self.ctx = ctx
         self.written: dict[str, Path] = {}
+        # Failed tests that are not ctxeval items (and collection errors).
+        self.other_failures = 0
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -122,14 +161,18 @@ class ControllerHooks:
         problem = getattr(report, USAGE_ERROR_ATTR, None)
         if problem is not None:
             raise pytest.UsageError(problem)
+        if report.failed:
+            self.other_failures += 1
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # Under xdist only the workers collect; the ids tell the controller
         # that ctxeval items will run before any of them is scheduled.
-        if not self.ctx.will_record and any(self._is_probe(nodeid) for nodeid in ids):
+        probes = [nodeid for nodeid in ids if self._is_probe(nodeid)]
+        if not self.ctx.will_record and probes:
             self.ctx.check_outputs()
             self.ctx.will_record = True
+        self.ctx.note_ran(probes, filtered=run_is_filtered(self.config))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
@@ -147,9 +190,21 @@ class ControllerHooks:
         payload = getattr(report, "ctxeval_record", None)
         if payload is not None and report.when == "call":
             self.ctx.add_record(payload)
+        elif report.failed:
+            self.other_failures += 1
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.written = self.ctx.finish()
+        result = self.ctx.gate_result
+        # The gate's exit code tells a regression from a broken budget or from
+        # errors; it never hides an interruption, a usage error or a failure
+        # of a test that is not a ctxeval item.
+        if (
+            result is not None
+            and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+            and not self.other_failures
+        ):
+            session.exitstatus = int(result.exit)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.written:
@@ -159,5 +214,8 @@ class ControllerHooks:
         terminalreporter.section("ctxeval")
         for line in summary_lines(self.ctx.records):
             terminalreporter.write_line(line)
+        if self.ctx.gate_result is not None:
+            for line in self.ctx.gate_result.lines():
+                terminalreporter.write_line(printable(line))
         for what, path in self.written.items():
             terminalreporter.write_line(f"{what}: {path}")

@@ -20,6 +20,7 @@ from .options import CtxOptions
 
 if TYPE_CHECKING:
     from .evaluate.runner import Evaluator
+    from .gate.run import Gate, GateResult
     from .results.record import ResultRecord
     from .results.store import ResultWriter
     from .strategies.registry import StrategySpec
@@ -51,6 +52,12 @@ class CtxSession:
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
     selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     batch_runs: bool = True
+    # Controller side, for the gate: the (scenario file, strategy) pairs that
+    # ran, and whether -k/-m/node ids narrowed the run.
+    ran: set[tuple[str, str]] = field(default_factory=set)
+    filtered: bool = False
+    gate_result: GateResult | None = None
+    _gate: Gate | None = None
 
     @property
     def strategies(self) -> list[StrategySpec]:
@@ -74,6 +81,7 @@ class CtxSession:
         can be called.  Raises pytest.UsageError."""
         _ = self.strategies
         self.check_model()
+        _ = self.gate
 
     def check_model(self) -> None:
         """An unknown model is a usage error, found before anything runs."""
@@ -95,6 +103,34 @@ class CtxSession:
             if problem:
                 raise pytest.UsageError(f"--ctx-judge: {problem}")
         self._model_checked = True
+
+    @property
+    def gate(self) -> Gate | None:
+        """The regression gate when --ctx-baseline or --ctx-update-baseline is
+        given; an unreadable baseline is a pytest.UsageError."""
+        options = self.options
+        if options.baseline is None:
+            return None
+        if self._gate is None:
+            from .gate.run import BaselineError, Gate
+
+            gate = Gate(options.baseline, options.update_baseline, options.fail_if, options.shard)
+            try:
+                gate.load()
+            except BaselineError as exc:
+                raise pytest.UsageError(f"--ctx-baseline: {exc}") from None
+            self._gate = gate
+        return self._gate
+
+    def note_ran(self, nodeids: list[str], *, filtered: bool) -> None:
+        """Controller side: which probes this run selected, for the gate's
+        "removed" list."""
+        from .gate.shard import parse_nodeid
+
+        self.filtered = self.filtered or filtered
+        for nodeid in nodeids:
+            path, _, strategy, _ = parse_nodeid(nodeid)
+            self.ran.add((path, strategy))
 
     def check_outputs(self) -> None:
         """Every output can be written: a usage error naming the option and
@@ -158,16 +194,15 @@ class CtxSession:
     def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
         """Controller side: an ``error`` record for an item whose xdist worker
         died while running it (the worker could send none)."""
+        from .gate.shard import parse_nodeid
         from .results.record import ResultRecord
 
-        path, _, rest = nodeid.partition("::")
-        scenario, _, item = rest.partition("::")
-        probe, _, strategy = item.partition("[")
+        path, scenario, strategy, probe = parse_nodeid(nodeid)
         record = ResultRecord(
             nodeid=nodeid,
             scenario=scenario,
             scenario_file=path,
-            strategy=strategy.removesuffix("]"),
+            strategy=strategy,
             model=self.options.model,
             probe=probe,
             repeat=self.options.repeat,
@@ -212,7 +247,42 @@ class CtxSession:
                 "strategies": ", ".join(self._strategy_names()),
             },
         )
-        return {"results": self.options.results, "report": self.options.report}
+        written = {"results": self.options.results, "report": self.options.report}
+        self.gate_result = self._finish_gate()
+        if self.gate_result and self.gate_result.baseline_written:
+            written["baseline"] = self.gate_result.baseline_written
+        if self.options.summary is not None:
+            self._append_summary(self.options.summary)
+            written["summary"] = self.options.summary
+        return written
+
+    def _finish_gate(self) -> GateResult | None:
+        if self.options.baseline is None:
+            return None
+        from . import __version__
+
+        gate = self.gate
+        assert gate is not None
+        return gate.finish(
+            self.records,
+            ran=self.ran,
+            filtered=self.filtered,
+            model=self.options.model,
+            plugin_version=__version__,
+        )
+
+    def _append_summary(self, path: Path) -> None:
+        from .report.markdown import markdown_summary
+
+        result = self.gate_result
+        text = markdown_summary(
+            self.records,
+            comparison=result.comparison if result else None,
+            breaches=result.breaches if result else None,
+        )
+        # Appended: $GITHUB_STEP_SUMMARY collects every step's summary in one file.
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(text)
 
     def _strategy_names(self) -> list[str]:
         # Under xdist the controller resolves no strategy: the records name them.

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..results.record import ResultRecord
 from .baseline import Baseline, Key, record_key
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRICS: dict[str, str] = {
     "tokens": "cumulative input tokens (each simulated session counted once)",
@@ -120,6 +122,9 @@ class Breach:
 
 
 def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    # pandas is imported here: parsing rules at start-up must stay cheap.
+    import pandas as pd
+
     return pd.DataFrame.from_records(
         rows,
         columns=[
@@ -139,6 +144,8 @@ def _metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """Per strategy: every metric in METRICS."""
     by_strategy = frame.groupby("strategy")
     sessions = frame.groupby(["strategy", "session"])["cumulative_input_tokens"].max()
+    import pandas as pd
+
     return pd.DataFrame(
         {
             "tokens": sessions.groupby(level="strategy").sum(),

@@ -29,3 +29,11 @@ def shard_of(scenario_file: str, scenario: str, count: int) -> int:
     """The 1-based shard a scenario belongs to."""
     digest = hashlib.sha256(f"{scenario_file}::{scenario}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def parse_nodeid(nodeid: str) -> tuple[str, str, str, str]:
+    """``path::scenario::probe[strategy]`` -> (path, scenario, strategy, probe)."""
+    path, _, rest = nodeid.partition("::")
+    scenario, _, item = rest.partition("::")
+    probe, _, strategy = item.partition("[")
+    return (path, scenario, strategy.removesuffix("]"), probe)

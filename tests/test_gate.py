@@ -1,0 +1,234 @@
+"""The CI regression gate end to end: --ctx-update-baseline writes the baseline,
+--ctx-baseline compares (only a regression fails), --ctx-fail-if budget rules,
+exit codes, --ctx-shard, --junitxml properties and the Markdown summary."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import CtxProject, assert_no_traceback, output
+
+# launch-code is lost by sliding (the fact sits before 12 turns of chit-chat)
+# and kept by full; capital is a model miss for both.
+RECALL = """
+    id: recall
+    system: You are a helpful assistant.
+    turns:
+      - user: "Before we start: the launch code is ZEBRA-42."
+      - assistant: Noted, I will remember it.
+      - generate: {kind: chitchat, turns: 12, seed: 1}
+      - user: "My cat is called Miso."
+      - assistant: "Miso is a lovely name for a cat."
+    probes:
+      - {id: launch-code, user: "What is the launch code?", expect: {contains: "ZEBRA-42"}}
+      - {id: capital, user: "What is the capital of Freedonia?", expect: {contains: "Fredville"}}
+      - {id: cat, user: "What is my cat called?", expect: {contains: "Miso"}}
+"""
+
+BASELINE = "ctxeval-baseline.json"
+STRATEGIES = "--ctx-strategy=full,sliding"
+
+
+def write_baseline(ctx: CtxProject, *args: str) -> dict:
+    result = ctx.run(STRATEGIES, "--ctx-update-baseline", *args)
+    assert result.ret == 0, output(result)
+    assert f"baseline written: {ctx.path / BASELINE}" in result.stdout.str()
+    return json.loads((ctx.path / BASELINE).read_text())
+
+
+def edit_entry(ctx: CtxProject, probe: str, strategy: str, **changes: object) -> None:
+    """Change one entry of the committed baseline, as a past run would have left it."""
+    path = ctx.path / BASELINE
+    data = json.loads(path.read_text())
+    entries = [e for e in data["entries"] if (e["probe"], e["strategy"]) == (probe, strategy)]
+    assert len(entries) == 1
+    entries[0].update(changes)
+    path.write_text(json.dumps(data, indent=1))
+
+
+def test_update_writes_a_sorted_readable_baseline(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    data = write_baseline(ctx)
+    keys = [(e["scenario"], e["strategy"], e["probe"]) for e in data["entries"]]
+    assert keys == sorted(keys) and len(keys) == 6
+    by = {(e["strategy"], e["probe"]): e for e in data["entries"]}
+    assert by[("sliding", "launch-code")]["classification"] == "context_loss"
+    assert by[("full", "capital")]["classification"] == "model_miss"
+    assert by[("full", "launch-code")]["cumulative_input_tokens"] > 0
+    assert data["model"] == "ctxeval/oracle" and data["version"] == 1
+    # One entry per line: a moved probe is one changed line in a diff.
+    text = (ctx.path / BASELINE).read_text()
+    assert sum(line.startswith('    {"classification"') for line in text.splitlines()) == 6
+
+
+def test_known_losses_do_not_fail_and_say_why(ctx: CtxProject, xdist_args: tuple[str, ...]) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "-rx", *xdist_args)
+    assert result.ret == 0, output(result)
+    result.assert_outcomes(passed=3, xfailed=3)
+    text = output(result)
+    assert "known context_loss (recorded in the baseline)" in text
+    assert "gate: 0 regressions against the baseline" in text
+    assert "1 known context losses" in text
+
+
+def test_a_new_context_loss_fails_with_what_changed_and_how_to_look(
+    ctx: CtxProject, xdist_args: tuple[str, ...]
+) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    edit_entry(ctx, "launch-code", "sliding", classification="ok", verdict="pass")
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", *xdist_args)
+    assert result.ret == 1
+    result.assert_outcomes(passed=3, failed=1, xfailed=2)
+    text = output(result)
+    nodeid = "scenarios/recall.yaml::recall::launch-code[sliding]"
+    assert f"REGRESSED {nodeid}: ok -> context_loss" in text
+    assert (
+        "ctxeval show scenarios/recall.yaml --id recall --strategy sliding --probe launch-code"
+    ) in text
+    assert "regression against the baseline: now a context loss (was ok)" in text
+    assert "gate exit code 1: a probe regressed" in text
+    assert_no_traceback(result)
+
+
+def test_a_model_miss_never_fails_the_gate(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    edit_entry(ctx, "capital", "sliding", classification="ok", verdict="pass")
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}")
+    assert result.ret == 0, output(result)
+
+
+def test_a_budget_rule_fails_with_its_own_exit_code(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    data = write_baseline(ctx)
+    before = next(
+        e["cumulative_input_tokens"]
+        for e in data["entries"]
+        if (e["strategy"], e["probe"]) == ("full", "cat")
+    )
+    for probe in ("launch-code", "capital", "cat"):
+        edit_entry(ctx, probe, "full", cumulative_input_tokens=before // 2)
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "--ctx-fail-if=tokens:+10%")
+    assert result.ret == 6, output(result)
+    text = output(result)
+    assert re.search(r"BUDGET\s+full: tokens [\d,]+ -> [\d,]+ \(\+100\.\d%; allowed \+10%\)", text)
+    assert "[--ctx-fail-if tokens:+10%]" in text
+    assert "sliding: tokens" not in text
+    assert "gate exit code 6: a --ctx-fail-if budget rule broke" in text
+    # The same run within a looser budget passes.
+    assert ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "--ctx-fail-if=tokens:+150%").ret == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--ctx-fail-if=tokens:10%", f"--ctx-baseline={BASELINE}"), "invalid rule 'tokens:10%'"),
+        (("--ctx-fail-if=tokens:+10%",), "budget rules compare against a baseline"),
+        (("--ctx-shard=3/2",), "--ctx-shard: invalid value '3/2'"),
+        ((f"--ctx-baseline={BASELINE}",), "no such baseline; write one with --ctx-update-baseline"),
+    ],
+)
+def test_bad_gate_options_are_one_usage_error(
+    ctx: CtxProject, args: tuple[str, ...], expected: str
+) -> None:
+    ctx.scenario("recall", RECALL)
+    result = ctx.run(STRATEGIES, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert expected in result.stderr.str()
+    assert_no_traceback(result)
+
+
+def test_errors_without_regressions_have_their_own_exit_code(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    # A replay-only run of a model with no recordings: every item is an error.
+    result = ctx.run(
+        STRATEGIES,
+        f"--ctx-baseline={BASELINE}",
+        "--ctx-model=openai/gpt-4o-mini",
+        "--ctx-api-base=http://127.0.0.1:9/v1",
+        "--ctx-record=none",
+    )
+    assert result.ret == 7, output(result)
+    assert "gate exit code 7: some items could not be evaluated" in output(result)
+
+
+def test_new_and_removed_probes_are_reported_not_failed(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    grown = RECALL.replace(
+        "      - {id: cat,",
+        '      - {id: name, user: "Launch code?", expect: {contains: "ZEBRA"}}\n      - {id: cat,',
+    ).replace(
+        '      - {id: capital, user: "What is the capital of Freedonia?", '
+        'expect: {contains: "Fredville"}}\n',
+        "",
+    )
+    ctx.scenario("recall", grown)
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}")
+    text = output(result)
+    assert result.ret == 0, text  # name/sliding is a loss, but new: not gated
+    assert "2 probes not in the baseline (not gated)" in text
+    assert "2 baseline probes gone from the scenarios" in text
+    # Deselected with -k is not "gone".
+    narrowed = output(ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "-k", "cat"))
+    assert "gone from the scenarios" not in narrowed
+
+
+def test_update_keeps_the_entries_of_strategies_it_did_not_run(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    result = ctx.run("--ctx-strategy=sliding", "--ctx-update-baseline")
+    assert result.ret == 0
+    entries = json.loads((ctx.path / BASELINE).read_text())["entries"]
+    assert sorted({e["strategy"] for e in entries}) == ["full", "sliding"]
+    assert len(entries) == 6
+
+
+def test_shards_split_the_scenarios_stably(ctx: CtxProject, xdist_args: tuple[str, ...]) -> None:
+    for i in range(6):
+        ctx.scenario(f"s{i}", RECALL.replace("id: recall", f"id: recall-{i}"))
+    everything = set(ctx.collect_ids(STRATEGIES))
+    shards = [set(ctx.collect_ids(STRATEGIES, f"--ctx-shard={k}/3")) for k in (1, 2, 3)]
+    assert set().union(*shards) == everything
+    assert sum(len(s) for s in shards) == len(everything)
+    assert all(shards)
+    # A scenario is never split: all its probes and strategies go together.
+    for shard in shards:
+        scenarios = {nodeid.split("::")[1] for nodeid in shard}
+        assert len(shard) == 6 * len(scenarios)
+    result = ctx.run(STRATEGIES, "--ctx-shard=2/3", "--ctx-fail-on=never", *xdist_args)
+    ran = {r["nodeid"] for r in ctx.results()}
+    assert ran == shards[1], output(result)
+
+
+def test_junitxml_carries_the_outcome_as_properties(ctx: CtxProject, tmp_path: Path) -> None:
+    ctx.scenario("recall", RECALL)
+    junit = tmp_path / "junit.xml"
+    ctx.run("--ctx-strategy=sliding", f"--junitxml={junit}", "-n", "2")
+    xml = junit.read_text()
+    case = xml[xml.index('name="launch-code[sliding]"') :]
+    case = case[: case.index("</testcase>")]
+    assert '<property name="ctxeval.classification" value="context_loss"' in case
+    assert '<property name="ctxeval.fact_survival" value="' in case
+    assert re.search(r'<property name="ctxeval.cumulative_input_tokens" value="\d+"', case)
+    assert '<property name="ctxeval.cost_usd" value="0.000000"' in case
+
+
+def test_markdown_summary_is_appended(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    edit_entry(ctx, "launch-code", "sliding", classification="ok", verdict="pass")
+    summary = ctx.path / "step-summary.md"
+    summary.write_text("# earlier step\n")
+    ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", f"--ctx-summary={summary}")
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n## ctxeval: 6 items, 2 strategies, 1 regression")
+    assert "| sliding | 1/3 | 1 | 1 | 0 |" in text
+    assert "| `scenarios/recall.yaml::recall::launch-code[sliding]` | ok | context_loss |" in text
