@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
+from .gate import cli as gate_cli
 from .llm.error_text import error_line
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ examples:
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding --turn 3
   ctxeval report reports/results.jsonl -o reports/ctxeval.html
   pytest --ctx-strategy=headtail      # run the scenarios under one strategy
+  ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
+  ctxeval gate all.jsonl --baseline ctxeval-baseline.json
 
 `ctxeval COMMAND --help` describes one command."""
 
@@ -61,6 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "show": _show,
         "report": _report,
         "import": _import,
+        "merge": gate_cli.merge,
+        "gate": gate_cli.gate,
     }[args.command]
     try:
         return handler(args)
@@ -117,6 +122,7 @@ def build_parser() -> CliParser:
     report = command("report", "Render the HTML report from a results file")
     report.add_argument("results", type=Path, help="A results file (JSON lines)")
     report.add_argument("-o", "--output", type=Path, default=Path("reports/ctxeval.html"))
+    gate_cli.add_commands(command)
     importer = command("import", "Turn real transcripts into scenario files")
     # No argparse choices: an unknown format gets our own message and exit code 1.
     importer.add_argument(

@@ -14,6 +14,8 @@ class GateExit(IntEnum):
     # Nothing regressed and no rule broke, but some items could not be
     # evaluated (model errors): the gate cannot vouch for them.
     ERRORS = 7
+    # pytest's own usage error: a bad option, an unreadable baseline.
+    USAGE = 4
 
 
 def gate_exit(*, regressions: int, breaches: int, errors: int) -> GateExit:
