@@ -7,7 +7,20 @@ once installed, and must cost nothing there.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # What type checkers see: the real names and types behind the lazy exports.
+    from .messages import Message, content_text
+    from .results.record import ResultRecord
+    from .results.store import load_results
+    from .scenario.errors import ScenarioError, ScenarioWarning
+    from .scenario.loader import load_scenarios
+    from .scenario.schema import Scenario
+    from .strategies.base import BaseStrategy, ContextStrategy, StrategyContext, Window
+    from .strategies.invariants import assert_invariants, check_invariants
+    from .strategies.registry import register_strategy
+    from .strategies.window_rules import window_violations
 
 __version__ = "0.1.0"
 
@@ -16,6 +29,8 @@ _EXPORTS = {
     "ContextStrategy": "pytest_ctxeval.strategies.base",
     "StrategyContext": "pytest_ctxeval.strategies.base",
     "Window": "pytest_ctxeval.strategies.base",
+    "Message": "pytest_ctxeval.messages",
+    "content_text": "pytest_ctxeval.messages",
     "register_strategy": "pytest_ctxeval.strategies.registry",
     "check_invariants": "pytest_ctxeval.strategies.invariants",
     "assert_invariants": "pytest_ctxeval.strategies.invariants",
@@ -28,7 +43,26 @@ _EXPORTS = {
     "load_results": "pytest_ctxeval.results.store",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+# Spelled out (not computed) so type checkers and linters can read it.
+__all__ = [
+    "BaseStrategy",
+    "ContextStrategy",
+    "Message",
+    "ResultRecord",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioWarning",
+    "StrategyContext",
+    "Window",
+    "__version__",
+    "assert_invariants",
+    "check_invariants",
+    "content_text",
+    "load_results",
+    "load_scenarios",
+    "register_strategy",
+    "window_violations",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -253,7 +253,7 @@ def _type_name(spec: Any) -> str:
     if not isinstance(spec, dict):
         return "any"  # JSON Schema's `true`: anything goes
     if "$ref" in spec:
-        return spec["$ref"].rsplit("/", 1)[-1]
+        return str(spec["$ref"]).rsplit("/", 1)[-1]
     if "enum" in spec:
         return " \\| ".join(json.dumps(v) for v in spec["enum"])
     if "const" in spec:

@@ -110,5 +110,6 @@ def _value(node: yaml.MappingNode, name: str) -> yaml.Node | None:
 
     for key, value in node.value:
         if isinstance(key, yaml.ScalarNode) and key.value == name:
-            return value
+            found: yaml.Node = value
+            return found
     return None

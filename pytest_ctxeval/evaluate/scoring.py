@@ -8,7 +8,7 @@ import string
 import unicodedata
 from collections import Counter
 
-import regex  # type: ignore[import-untyped]
+import regex
 
 from ..scenario.schema import Expectation
 from .code_checks import check_python

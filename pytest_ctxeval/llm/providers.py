@@ -49,7 +49,7 @@ def register_mock_provider(litellm: ModuleType) -> None:
     from .tokens import count_text_tokens, window_tokens
 
     class CtxevalMockLLM(litellm.CustomLLM):  # type: ignore[name-defined,misc]
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+        def completion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             if not isinstance(messages, list) or not messages:
                 raise MockModelError("the mock models expect a non-empty list of chat messages")
             params = kwargs.get("optional_params") or {}
@@ -83,7 +83,7 @@ def register_mock_provider(litellm: ModuleType) -> None:
                 },
             )
 
-        async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+        async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
             return self.completion(model, messages, *args, **kwargs)
 
     entry = {"provider": PROVIDER, "custom_handler": CtxevalMockLLM()}

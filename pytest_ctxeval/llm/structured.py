@@ -129,7 +129,8 @@ class _Filler:
     def _resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return self.defs.get(ref.removeprefix("#/$defs/"), {})
+            resolved: dict[str, Any] = self.defs.get(ref.removeprefix("#/$defs/"), {})
+            return resolved
         for union in ("anyOf", "oneOf"):
             options = [o for o in schema.get(union) or [] if o.get("type") != "null"]
             if options:

@@ -88,7 +88,7 @@ class _Loader(yaml.SafeLoader):
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             node = self._compose(parent, index)
             if id(node) not in self._sizes:
                 # Anchors are registered before their children are composed.
@@ -97,7 +97,7 @@ class _Loader(yaml.SafeLoader):
                 )
             self._spend(*self._sizes[id(node)], mark)
             return node
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         mark = event.start_mark
         if isinstance(event, yaml.ScalarEvent):
             node = self._compose(parent, index)
@@ -125,7 +125,7 @@ class _Loader(yaml.SafeLoader):
         return " (counting the files that include this one)" if self.depth_offset else ""
 
     def _compose(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        node = super().compose_node(parent, index)  # type: ignore[arg-type]
+        node = super().compose_node(parent, index)
         assert node is not None  # an event is pending, so a node comes of it
         return node
 

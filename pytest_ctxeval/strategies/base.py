@@ -16,6 +16,22 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, content_text
 
+__all__ = [
+    "BaseStrategy",
+    "ContextStrategy",
+    "Message",
+    "StrategyContext",
+    "ToolHandler",
+    "Window",
+    "approximate_tokens",
+    "content_text",
+    "current_exchange_start",
+    "fork_strategy",
+    "messages_tokens",
+    "split_system",
+    "tool_call_ids",
+]
+
 ToolHandler = Callable[[str, dict[str, Any]], str]
 
 

@@ -138,7 +138,8 @@ def _import_object(spec: str, preset_dirs: Sequence[Path] = ()) -> StrategyFacto
                 f"cannot import module {module_name!r} for {spec!r}: {exc}"
             ) from None
     try:
-        return getattr(module, attr)
+        target: Callable[..., ContextStrategy] = getattr(module, attr)
+        return target
     except AttributeError:
         raise UnknownStrategyError(f"module {module_name!r} has no attribute {attr!r}") from None
 
