@@ -1,7 +1,7 @@
 """Against a real small model (SmolLM2-135M-Instruct served by llama.cpp).
 
-Enable with:   eval "$(.ci/llm-server.sh)"   (first run compiles llama.cpp, ~4 min)
-               python -m pytest tests/test_real_model.py -m real_model
+Enable with:   .ci/with-llm-server.sh python -m pytest tests/test_real_model.py -m real_model
+               (the first run compiles llama.cpp, about 2 min on 2 cores)
 
 The model is tiny and answers general questions unreliably, so these tests
 check structure, not wording: non-empty answers, usage reported, tool
