@@ -500,7 +500,7 @@ def test_an_unknown_command_without_a_close_match_lists_the_commands(
     err = usage_error(capsys, "frobnicate")
     assert err.startswith(
         "ctxeval: unknown command 'frobnicate'; commands: validate, schema, strategies, show, "
-        "report, import"
+        "report, merge, gate, import"
     )
 
 
