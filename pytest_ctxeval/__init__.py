@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # What type checkers see: the real names and types behind the lazy exports.
     from .messages import Message, content_text
+    from .results.analysis import pareto_front, pass_rate_matrix, results_frame, strategy_table
     from .results.record import ResultRecord
     from .results.store import load_results
     from .scenario.errors import ScenarioError, ScenarioWarning
@@ -41,6 +42,10 @@ _EXPORTS = {
     "load_scenarios": "pytest_ctxeval.scenario.loader",
     "ResultRecord": "pytest_ctxeval.results.record",
     "load_results": "pytest_ctxeval.results.store",
+    "results_frame": "pytest_ctxeval.results.analysis",
+    "strategy_table": "pytest_ctxeval.results.analysis",
+    "pass_rate_matrix": "pytest_ctxeval.results.analysis",
+    "pareto_front": "pytest_ctxeval.results.analysis",
 }
 
 # Spelled out (not computed) so type checkers and linters can read it.
@@ -60,6 +65,10 @@ __all__ = [
     "content_text",
     "load_results",
     "load_scenarios",
+    "pareto_front",
+    "pass_rate_matrix",
+    "results_frame",
+    "strategy_table",
     "register_strategy",
     "window_violations",
 ]

@@ -50,7 +50,7 @@ def records_frame(records: list[ResultRecord]) -> pd.DataFrame:
     return df[columns + extra]
 
 
-def _session_tokens(df: pd.DataFrame) -> pd.Series:
+def session_tokens(df: pd.DataFrame) -> pd.Series:
     """Cumulative input tokens per strategy, counting each simulated session once.
 
     All probes (and repeats) of one scenario under one strategy and budget share
@@ -86,7 +86,7 @@ def strategy_summary(df: pd.DataFrame) -> pd.DataFrame:
         columns=list(CLASSIFICATIONS), fill_value=0
     )
     out = base.join(counts).fillna({c: 0 for c in CLASSIFICATIONS})
-    out["cumulative_input_tokens"] = _session_tokens(df)
+    out["cumulative_input_tokens"] = session_tokens(df)
     # Undefined (NaN) rather than 0 or 1 when no full-context size is known.
     full = out["_full_sum"].where(out["_full_sum"] > 0)
     out["tokens_saved_vs_full"] = 1 - out["_prompt_sum"] / full

@@ -1,0 +1,82 @@
+"""The pandas analysis API over result records."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from pytest_ctxeval import pareto_front, pass_rate_matrix, results_frame, strategy_table
+from pytest_ctxeval.results.record import ResultRecord
+from pytest_ctxeval.results.store import write_results
+
+
+def rec(scenario: str, strategy: str, probe: str, classification: str, tokens: int, **kw):
+    verdict = "pass" if classification in ("ok", "rescued") else "fail"
+    return ResultRecord(
+        scenario=scenario,
+        scenario_file=f"scenarios/{scenario}.yaml",
+        strategy=strategy,
+        model="m",
+        probe=probe,
+        verdict=verdict,
+        classification=classification,
+        cumulative_input_tokens=tokens,
+        **kw,
+    )
+
+
+RECORDS = [
+    # full: passes everything, 1,000 tokens per session.
+    rec("a", "full", "p1", "ok", 1000, cost_usd=0.02),
+    rec("a", "full", "p2", "ok", 1000, cost_usd=0.02),
+    rec("b", "full", "p1", "ok", 1000, cost_usd=0.02),
+    # sliding: cheap and loses one.
+    rec("a", "sliding", "p1", "ok", 300, cost_usd=0.01),
+    rec("a", "sliding", "p2", "context_loss", 300, cost_usd=0.01),
+    rec("b", "sliding", "p1", "ok", 300, cost_usd=0.01),
+    # truncate: as cheap as sliding and worse: dominated.
+    rec("a", "truncate", "p1", "context_loss", 400),
+    rec("a", "truncate", "p2", "context_loss", 400),
+    rec("b", "truncate", "p1", "ok", 400),
+    # repeated: a pass rate, not a verdict, counts.
+    rec("a", "headtail", "p1", "unstable", 500, repeat=4, pass_rate=0.75),
+    rec("a", "headtail", "p2", "ok", 500),
+    rec("b", "headtail", "p1", "ok", 500),
+]
+
+
+def test_the_frame_has_typed_columns(tmp_path) -> None:
+    path = tmp_path / "results.jsonl"
+    write_results(path, RECORDS)
+    df = results_frame(path)
+    assert len(df) == 12
+    assert isinstance(df["classification"].dtype, pd.CategoricalDtype)
+    assert list(df["classification"].cat.categories)[:3] == ["ok", "rescued", "context_loss"]
+    assert df["strategy"].dtype == "string"
+    assert df["cumulative_input_tokens"].dtype == "int64"
+    assert df["pass_rate"].dtype == "Float64"
+    assert results_frame(RECORDS).equals(df)
+
+
+def test_strategy_table_counts_sessions_once_and_compares_with_full() -> None:
+    table = strategy_table(results_frame(RECORDS))
+    assert table.loc["sliding", "cumulative_input_tokens"] == 600  # two sessions, not three probes
+    assert table.loc["sliding", "tokens_saved_vs_full"] == pytest.approx(0.7)
+    assert table.loc["full", "tokens_saved_vs_full"] == pytest.approx(0.0)
+    assert table.loc["sliding", "pass_rate"] == pytest.approx(2 / 3)
+    assert table.loc["headtail", "pass_rate"] == pytest.approx((0.75 + 1 + 1) / 3)
+    assert table.loc["sliding", "context_loss"] == 1
+    assert table.loc["full", "cost_per_passed_probe"] == pytest.approx(0.02)
+    assert table.loc["truncate", "cost_per_passed_probe"] == 0
+
+
+def test_pass_rate_matrix_is_scenario_by_strategy() -> None:
+    matrix = pass_rate_matrix(results_frame(RECORDS))
+    assert list(matrix.columns) == ["full", "headtail", "sliding", "truncate"]
+    assert matrix.loc["a", "sliding"] == pytest.approx(0.5)
+    assert matrix.loc["b", "truncate"] == pytest.approx(1.0)
+
+
+def test_the_pareto_front_drops_dominated_strategies() -> None:
+    front = pareto_front(strategy_table(results_frame(RECORDS)))
+    assert list(front.index) == ["sliding", "headtail", "full"]
