@@ -43,7 +43,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # A malformed server answer makes litellm's own models warn as they are
     # serialised; the fault itself is the item's error record.
     config.addinivalue_line("filterwarnings", "ignore:Pydantic serializer warnings:UserWarning")
-    ctx = CtxSession(options=options, preset_dirs=[config.rootpath / "strategies"])
+    ctx = CtxSession(
+        options=options,
+        preset_dirs=[config.rootpath / "strategies"],
+        rootdir=config.rootpath,
+    )
     config.stash[SESSION_KEY] = ctx
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):

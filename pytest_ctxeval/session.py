@@ -21,6 +21,7 @@ from .options import CtxOptions
 if TYPE_CHECKING:
     from .evaluate.runner import Evaluator
     from .gate.run import Gate, GateResult
+    from .report.run_info import RunInfo
     from .results.record import ResultRecord
     from .results.store import ResultWriter
     from .strategies.registry import StrategySpec
@@ -33,11 +34,10 @@ class CtxSession:
     options: CtxOptions
     # Where the project's strategy presets live.
     preset_dirs: list[Path] = field(default_factory=list)
-    run_id: str = field(
-        default_factory=lambda: (
-            datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
-        )
-    )
+    # The project under test: its git commit goes into the records and the report.
+    rootdir: Path = field(default_factory=Path.cwd)
+    started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    run_id: str = ""
     records: list[ResultRecord] = field(default_factory=list)
     # Controller side: ctxeval items were selected to run, so this run writes
     # the results file and the report (even if no record arrives).
@@ -58,6 +58,26 @@ class CtxSession:
     filtered: bool = False
     gate_result: GateResult | None = None
     _gate: Gate | None = None
+    _run_info: RunInfo | None = None
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            self.run_id = self.started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+
+    @property
+    def run_info(self) -> RunInfo:
+        """Controller side: the run's version, commit and start time, found once."""
+        if self._run_info is None:
+            from .report.run_info import collect_run_info
+
+            self._run_info = collect_run_info(
+                self.rootdir,
+                model=self.options.model,
+                run_id=self.run_id,
+                started_at=self.started_at,
+                strategies=self._strategies or (),
+            )
+        return self._run_info
 
     @property
     def strategies(self) -> list[StrategySpec]:
@@ -216,6 +236,7 @@ class CtxSession:
         from .results.store import ResultWriter
 
         record.run_id = self.run_id
+        self.run_info.stamp(record)
         if self._writer is None:
             self._writer = ResultWriter(self.options.results)
         self._writer.write(record)
@@ -236,19 +257,18 @@ class CtxSession:
 
             self._writer = ResultWriter(self.options.results)
         self._writer.close()
+        self.gate_result = self._finish_gate()
         from .report.html import write_report
 
         write_report(
             self.options.report,
             self.records,
-            run_info={
-                "run_id": self.run_id,
-                "model": self.options.model,
-                "strategies": ", ".join(self._strategy_names()),
-            },
+            run_info=self.run_info,
+            comparison=self.gate_result.comparison if self.gate_result else None,
+            gated=self.gate is not None,
+            fail_on=self.options.fail_on,
         )
         written = {"results": self.options.results, "report": self.options.report}
-        self.gate_result = self._finish_gate()
         if self.gate_result and self.gate_result.baseline_written:
             written["baseline"] = self.gate_result.baseline_written
         if self.options.summary is not None:
@@ -283,9 +303,3 @@ class CtxSession:
         # Appended: $GITHUB_STEP_SUMMARY collects every step's summary in one file.
         with path.open("a", encoding="utf-8") as fh:
             fh.write(text)
-
-    def _strategy_names(self) -> list[str]:
-        # Under xdist the controller resolves no strategy: the records name them.
-        if self._strategies is not None:
-            return [s.name for s in self._strategies]
-        return list(dict.fromkeys(r.strategy for r in self.records))

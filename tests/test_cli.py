@@ -465,7 +465,16 @@ def test_help_says_what_the_tool_is_and_lists_every_command(
     assert "context strategy" in out and "long sessions" in out
     commands = out.split("\ncommands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     names = [line.split()[0] for line in commands]
-    assert names == ["validate", "schema", "strategies", "show", "report", "merge", "gate", "import"]
+    assert names == [
+        "validate",
+        "schema",
+        "strategies",
+        "show",
+        "report",
+        "merge",
+        "gate",
+        "import",
+    ]
     # One line each, descriptions in one column.
     assert len({line.index(line.split()[1]) for line in commands}) == 1
     assert "examples:\n  ctxeval validate scenarios/" in out

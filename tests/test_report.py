@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_ctxeval.report.html import render_report, tokens_chart, write_report
+from pytest_ctxeval.gate.compare import Change, Comparison
+from pytest_ctxeval.report.charts import (
+    depth_heatmaps,
+    pareto_chart,
+    prompt_series_charts,
+    tokens_chart,
+)
+from pytest_ctxeval.report.drilldown import script_json
+from pytest_ctxeval.report.html import render_report, write_report
+from pytest_ctxeval.report.run_info import RunInfo
 from pytest_ctxeval.report.terminal import summary_lines
+from pytest_ctxeval.results.analysis import results_frame, strategy_table
 from pytest_ctxeval.results.frame import (
     classification_matrix,
     records_frame,
@@ -176,6 +187,26 @@ def section(html: str, sid: str) -> str:
     return match.group(1)
 
 
+DATA_BLOCK = re.compile(r'<script type="application/json" id="ctx-data">(.*?)</script>', re.S)
+
+
+def embedded_data(html: str) -> dict[str, Any]:
+    """The drill-down data the page's script reads."""
+    match = DATA_BLOCK.search(html)
+    assert match, "no embedded data"
+    return json.loads(match.group(1))
+
+
+def item(html: str, scenario: str, strategy: str, probe: str) -> dict[str, Any]:
+    data = embedded_data(html)
+    (found,) = [
+        i
+        for i in data["items"]
+        if (i["scenario"], i["strategy"], i["probe"]) == (scenario, strategy, probe)
+    ]
+    return found
+
+
 def test_report_summary_and_matrix(records):
     html = render_report(records, run_info={"model": "ctxeval/oracle", "run_id": "run-1"})
     summary = section(html, "summary")
@@ -184,33 +215,203 @@ def test_report_summary_and_matrix(records):
     for passed in ("3/3", "1/3", "0/2"):  # full, headtail, sliding
         assert f'<td class="num">{passed}</td>' in summary
     matrix = section(html, "matrix")
-    # Short labels in the cell, the full classification in its tooltip.
-    assert '<td class="cell context_loss" title="context_loss 1/2">loss 1/2</td>' in matrix
-    assert '<td class="cell ok" title="ok 2">ok 2</td>' in matrix
-    assert '<td class="cell model_miss" title="model_miss 1">miss 1</td>' in matrix
+    # Short labels in the cell, the full classification in its tooltip, and a
+    # link to the pair's items (the page's script filters the table by it).
+    assert (
+        '<td class="cell context_loss" title="context_loss 1/2">'
+        '<a href="#items?scenario=needle&amp;strategy=headtail">loss 1/2</a></td>'
+    ) in matrix
+    assert '<a href="#items?scenario=needle&amp;strategy=full">ok 2</a>' in matrix
+    assert '<a href="#items?scenario=followup&amp;strategy=headtail">miss 1</a>' in matrix
     assert "ctxeval/oracle" in html and "run-1" in html
+
+
+def test_summary_counts_link_to_their_items(records):
+    summary = section(render_report(records), "summary")
+    assert '<a href="#items?strategy=headtail&amp;classification=context_loss">1</a>' in summary
+    assert '<td class="num zero">0</td>' in summary  # nothing to link to
+
+
+def test_matrix_pairs_that_did_not_run_link_nowhere():
+    matrix = section(render_report([rec(), rec(scenario="other", strategy="rag")]), "matrix")
+    assert matrix.count('<td class="cell none" title="not run">—</td>') == 2
+    assert matrix.count("<a href=") == 2
 
 
 def test_report_chart_has_a_bar_per_strategy(records):
     chart = section(render_report(records), "tokens")
-    assert chart.count("<rect ") == 3
+    assert chart.count('<rect class="bar"') == 3
     assert "1,400" in chart and "900" in chart and "590" in chart
 
 
-def test_failures_section_lists_non_ok_records_with_details(records):
-    failures = section(render_report(records), "failures")
-    assert failures.count('<article class="failure">') == 4  # loss, miss, divergent, error
-    # The context-loss record, in full.
-    assert "&#34;contains_any&#34;: [" in failures  # pretty JSON, quotes escaped
-    assert "none of [&#39;secret-9981&#39;] in answer" in failures
-    assert "I do not know the key." in failures
-    assert "The key is secret-9981." in failures
-    assert '<td class="gone">gone</td>' in failures and "api-key" in failures
-    assert "TimeoutError: model did not answer in 60 s" in failures
-    # Divergent probes carry a diff against the full-context answer.
-    assert "-Port 5432." in failures and "+Port 8080." in failures
-    # ok records are not failures.
-    assert "needle · full · p1" not in failures
+def test_header_counts_items_as_pytest_does(records):
+    # full: 3 passed; headtail: 1 passed, 1 context_loss (failed), 1 model_miss
+    # (xfailed); sliding: divergent and error (both failed).
+    outcomes = re.search(
+        r'<p class="outcomes" id="outcomes">(.*?)</p>', render_report(records), re.S
+    )
+    assert outcomes
+    shown = re.findall(r'<span class="outcome (\w+)">(\d+) \1</span>', outcomes.group(1))
+    assert shown == [("failed", "3"), ("passed", "4"), ("xfailed", "1")]
+    # --ctx-fail-on=fail: a model miss fails too.
+    strict = render_report(records, fail_on="fail")
+    assert '<span class="outcome failed">4 failed</span>' in strict
+    assert "xfailed</span>" not in strict
+
+
+def test_items_table_has_a_row_per_record_with_its_outcome(records):
+    items = section(render_report(records), "items")
+    assert items.count('<tr id="item-') == len(records)
+    rows = re.findall(
+        r'<tr id="item-(\d+)".*?<td class="id" data-v="([^"]*)">.*?'
+        r'<td class="id" data-v="([^"]*)">.*?<td class="id" data-v="([^"]*)">.*?'
+        r'<td class="outcome-cell" data-v="(\w+)">',
+        items,
+        re.S,
+    )
+    by_key = {
+        (scenario, strategy, probe): outcome for _, scenario, strategy, probe, outcome in rows
+    }
+    assert by_key[("needle", "headtail", "p2")] == "failed"
+    assert by_key[("followup", "headtail", "p1")] == "xfailed"
+    assert by_key[("needle", "full", "p1")] == "passed"
+    # Rows are numbered in order; the numbers index the embedded data.
+    assert [int(r[0]) for r in rows] == list(range(len(records)))
+
+
+def test_every_item_has_its_drilldown_data(records):
+    html = render_report(records)
+    data = embedded_data(html)
+    assert len(data["items"]) == len(records)
+    lost = item(html, "needle", "headtail", "p2")
+    assert lost["classification"] == "context_loss" and lost["outcome"] == "failed"
+    assert lost["expected"] == {"contains_any": ["secret-9981"]}
+    assert lost["failed_checks"] == ["contains_any: none of ['secret-9981'] in answer"]
+    assert data["texts"][lost["answer"]] == "I do not know the key."
+    assert data["texts"][lost["truth"]] == "The key is secret-9981."
+    assert lost["facts"] == {"api-key": "in_store", "no-req": "gone"}
+    assert lost["tokens"]["prompt"] == 100 and lost["tokens"]["full"] == 500
+    # The word diff runs from the full-context answer to the strategy's.
+    assert lost["diff"] == [
+        ["-", "The"],
+        ["+", "I do not know the"],
+        ["=", " key"],
+        ["-", " is secret-9981"],
+        ["=", "."],
+    ]
+    error = item(html, "followup", "sliding", "p1")
+    assert error["error"] == "TimeoutError: model did not answer in 60 s"
+    assert item(html, "needle", "full", "p1")["diff"] is None  # no answers to compare
+
+
+def test_a_drilldown_window_is_stored_once_and_its_texts_once():
+    trace = [
+        {"mark": "kept", "role": "system", "n": 0, "text": "You help.", "tokens": 7},
+        {"mark": "dropped", "from": 1, "to": 4, "count": 4, "tokens": 812},
+        {"mark": "kept", "role": "user", "n": 5, "text": "Which port?", "tokens": 8},
+    ]
+    other = [{**trace[0]}, {"mark": "summary", "role": "user", "text": "Port 5432.", "tokens": 9}]
+    rs = [
+        rec(probe="a", window_trace=trace),
+        rec(probe="b", window_trace=trace),
+        rec(strategy="summarize", probe="a", window_trace=other),
+    ]
+    html = render_report(rs)
+    data = embedded_data(html)
+    assert len(data["windows"]) == 2
+    windows = {item(html, "needle", s, p)["window"] for s, p in [("full", "a"), ("full", "b")]}
+    assert len(windows) == 1
+    assert data["texts"].count("You help.") == 1  # shared by both windows
+    (window,) = windows
+    assert [p["mark"] for p in data["windows"][window]] == ["kept", "dropped", "kept"]
+    assert data["texts"][data["windows"][window][0]["text"]] == "You help."
+
+
+def test_header_shows_the_runs_metadata_from_run_info():
+    info = RunInfo(
+        plugin_version="9.9.9",
+        git_commit="abc1234",
+        started_at="2026-01-02T03:04:05+00:00",
+        model="ctxeval/oracle",
+        run_id="run-7",
+        strategies={"sliding-8": {"kind": "sliding", "params": {"turns": 8}}},
+    )
+    html = render_report([rec(strategy="sliding-8", strategy_params={"turns": 8})], run_info=info)
+    header = html[html.index("<header>") : html.index("</header>")]
+    for shown in ("9.9.9", "abc1234", "2026-01-02T03:04:05+00:00", "run-7", "ctxeval/oracle"):
+        assert f"<dd>{shown}</dd>" in header
+    params = header[header.index('<table class="params">') :]  # in the header too
+    assert '<th class="rowhead">sliding-8</th>' in params
+    assert "<td>sliding</td>" in params and "<code>turns=8</code>" in params
+
+
+def test_header_metadata_comes_from_the_records_without_run_info():
+    # `ctxeval report` renders a results file: the records carry the run's metadata.
+    html = render_report(
+        [
+            rec(
+                plugin_version="0.1.0", git_commit="deadbee", started_at="2026-01-02T03:04:05+00:00"
+            ),
+            rec(
+                probe="p2",
+                plugin_version="0.1.0",
+                git_commit="deadbee",
+                started_at="2026-01-02T03:04:06+00:00",
+            ),
+        ]
+    )
+    header = html[html.index("<header>") : html.index("</header>")]
+    assert "<dd>0.1.0</dd>" in header and "<dd>deadbee</dd>" in header
+    assert "<dd>2026-01-02T03:04:05+00:00</dd>" in header  # the earliest start
+
+
+def test_comparison_with_a_baseline_is_shown_and_decides_the_counts(records):
+    key = ("s.yaml", "needle", "headtail", "p2")
+    comparison = Comparison(
+        regressions=[Change(key, "ok", "context_loss", "now a context loss")],
+        improvements=[
+            Change(
+                ("s.yaml", "needle", "sliding", "p1"),
+                "context_loss",
+                "ok",
+                "no longer a context loss",
+            )
+        ],
+        new=[("s.yaml", "followup", "full", "p1")],
+    )
+    regressed = rec(
+        scenario_file="s.yaml",
+        strategy="headtail",
+        probe="p2",
+        verdict="fail",
+        classification="context_loss",
+    )
+    known = rec(
+        scenario_file="s.yaml",
+        strategy="sliding",
+        probe="p9",
+        verdict="fail",
+        classification="context_loss",
+    )
+    html = render_report([regressed, known, rec(scenario_file="s.yaml")], comparison=comparison)
+    baseline = section(html, "baseline")
+    assert "1 regressed, 1 improved" in baseline
+    assert "ctxeval show s.yaml --id needle --strategy headtail --probe p2" in baseline
+    assert (
+        baseline.count('<rect class="worse"') == 2 and baseline.count('<rect class="better"') == 2
+    )
+    # Under the gate only the regression fails; the known loss is xfailed.
+    assert '<span class="outcome failed">1 failed</span>' in html
+    assert '<span class="outcome xfailed">1 xfailed</span>' in html
+    assert 'id="baseline"' not in render_report(records)
+
+
+def test_while_the_gate_writes_the_baseline_only_errors_fail(records):
+    # --ctx-baseline-update: no comparison, yet the gate decided every item.
+    html = render_report(records, gated=True)
+    assert '<span class="outcome failed">1 failed</span>' in html  # sliding's error
+    assert '<span class="outcome xfailed">3 xfailed</span>' in html
+    assert "only a regression or an error fails" in html
 
 
 def test_scenario_and_model_text_is_escaped():
@@ -221,21 +422,48 @@ def test_scenario_and_model_text_is_escaped():
             strategy=f"s{PAYLOAD}",
             verdict="fail",
             classification="context_loss",
-            answer=f"Sure: {PAYLOAD} {attr_break}",
+            answer=f"Sure: {PAYLOAD} {attr_break} </script><script>alert(3)</script>",
             ground_truth_answer=PAYLOAD,
             expected={"contains": PAYLOAD},
             failed_checks=[PAYLOAD],
             error=PAYLOAD,
             fact_survival={PAYLOAD: "gone"},
             probe=PAYLOAD,
+            tags=[PAYLOAD, "it's"],
+            strategy_params={PAYLOAD: PAYLOAD},
+            window_trace=[{"mark": "summary", "role": "user", "text": PAYLOAD, "tokens": 1}],
+            session_prompt_tokens=[10, 20],
+            prompt_tokens=30,
+            needle_depth=0.5,
+            turns=4,
         ),
+        rec(scenario=f"needle-{PAYLOAD}", probe="p2", needle_depth=0.1, turns=8),
     ]
     html = render_report(rs, title=PAYLOAD, run_info={PAYLOAD: PAYLOAD})
-    assert "<script" not in html.lower()
+    # Our own two script elements, nothing else: no text opened or closed one.
+    assert html.lower().count("<script") == 2
+    assert html.lower().count("</script") == 2
     assert "<img" not in html.lower()
-    # Every place the payload went shows it as text.
-    assert html.count(ESCAPED) >= 10
-    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in html
+    # Every place the payload went as markup shows it as text...
+    assert html.count(ESCAPED) >= 8
+    assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" not in html  # not in the table at all
+    # ...and the embedded JSON has no character that could end its element,
+    # while reading back exactly what was recorded.
+    block = DATA_BLOCK.search(html)
+    assert block and "<" not in block.group(1) and ">" not in block.group(1)
+    data = embedded_data(html)
+    lost = item(html, f"needle-{PAYLOAD}", f"s{PAYLOAD}", PAYLOAD)
+    assert data["texts"][lost["answer"]].endswith("</script><script>alert(3)</script>")
+    assert lost["tags"] == [PAYLOAD, "it's"]
+    # The charts escape their labels too (the series legend, the heatmap caption).
+    charts = section(html, "charts")
+    assert "<script" not in charts and f"s{ESCAPED}" in charts
+
+
+def test_embedded_json_cannot_end_its_script_element():
+    text = str(script_json({"a": "</script><!-- \u2028 & >"}))
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- \u2028 & >"}
 
 
 def test_chart_escapes_labels():
@@ -247,8 +475,10 @@ def test_chart_escapes_labels():
 def test_report_loads_no_external_resources(records):
     records[0] = rec(answer="See https://example.com/docs and <a href='http://evil'>x</a>")
     html = render_report(records)
-    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
+    markup = DATA_BLOCK.sub("", html)  # answers are data there, never markup
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", markup, re.I)
     assert "url(" not in html and "@import" not in html and "<link" not in html
+    assert "fetch(" not in html and "XMLHttpRequest" not in html
 
 
 def test_empty_records_render_a_page_that_says_so(tmp_path: Path):
@@ -263,6 +493,56 @@ def test_write_report_creates_parent_dirs(tmp_path: Path, records):
     out = write_report(tmp_path / "a" / "b" / "ctxeval.html", records, title="Nightly")
     text = out.read_text(encoding="utf-8")
     assert "<title>Nightly</title>" in text and "headtail" in text
+
+
+# -- charts --------------------------------------------------------------------------
+
+
+def test_pareto_chart_marks_the_front_and_skips_without_items(records):
+    svg = str(pareto_chart(strategy_table(results_frame(records))))
+    # full 3/3 at 1,400 tokens; headtail 1/3 at 900; sliding 0/2 at 590: none beats another.
+    assert svg.count('<g class="point front">') == 3
+    assert "<polyline" in svg
+    beaten = [*records, rec(strategy="wasteful", verdict="fail", cumulative_input_tokens=5000)]
+    svg = str(pareto_chart(strategy_table(results_frame(beaten))))
+    assert svg.count('<g class="point front">') == 3 and svg.count('<g class="point">') == 1
+    assert "wasteful: pass rate 0% over 1 items, 5,000 input tokens" in svg
+    assert 'id="chart-pareto"' not in render_report([])
+
+
+def test_charts_without_their_data_leave_no_empty_frame(records):
+    charts = section(render_report(records), "charts")
+    assert 'id="chart-pareto"' in charts
+    # The records carry no per-call series and no needle depths.
+    assert "series-chart" not in charts and 'id="chart-depth"' not in charts
+
+
+def test_prompt_token_series_per_scenario_with_full_in_ink():
+    rs = [
+        rec(session_prompt_tokens=[100, 220, 350], prompt_tokens=480),
+        rec(strategy="sliding", session_prompt_tokens=[100, 180, 190], prompt_tokens=200),
+        rec(scenario="short", session_prompt_tokens=[], prompt_tokens=50),
+    ]
+    charts = prompt_series_charts(records_frame(rs))
+    assert [(c.scenario, c.calls) for c in charts] == [("needle", 4)]
+    svg = str(charts[0].svg)
+    assert svg.count("<polyline") == 2
+    assert 'class="series full" stroke="#1c2126"' in svg
+    assert "full: 480 tokens at the probe" in svg and "sliding: 200 tokens at the probe" in svg
+    html = render_report(rs)
+    assert 'data-series="0"' in html and '<option value="0">needle (4 calls)</option>' in html
+
+
+def test_needle_depth_heatmap_per_strategy():
+    rs = [
+        rec(scenario=f"grid-{d}-{t}", needle_depth=d, turns=t, verdict=v)
+        for d, t, v in [(0.1, 20, "pass"), (0.1, 40, "fail"), (0.9, 20, "pass"), (0.9, 40, "pass")]
+    ]
+    svg = str(depth_heatmaps(records_frame(rs)))
+    assert svg.count("<figure>") == 1 and "<figcaption>full</figcaption>" in svg
+    assert "depth 10%, 40 messages: passed 0/1" in svg
+    assert "depth 90%, 20 messages: passed 1/1" in svg
+    assert str(depth_heatmaps(records_frame([rec()]))) == ""
 
 
 # -- terminal ------------------------------------------------------------------------
@@ -296,7 +576,7 @@ def test_new_classifications_are_ranked_counted_and_explained():
     html = render_report(records)
     matrix = section(html, "matrix")
     assert "unstable" in matrix and "beyond" in matrix
-    failures = section(html, "failures")
-    assert "None: the full context (9,000 tokens) exceeds" in failures
+    beyond = item(html, "needle", "sliding", "p1")
+    assert beyond["no_ground_truth"].startswith("the full context (9,000 tokens) exceeds")
     (line,) = [x for x in summary_lines(records) if x.startswith("sliding")]
     assert "other 1" in line  # beyond_context is counted, not lost

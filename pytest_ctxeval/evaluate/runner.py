@@ -17,20 +17,24 @@ run in daemon threads that nothing waits for (see ``workers``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
 from ..llm.costs import cache_savings_usd
-from ..llm.tokens import shared_prefix_tokens, window_tokens
+from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
+from ..report.run_info import plain, strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
+from ..textcap import cap_text
 from .agreement import agree_by_f1, apply_judgements, ask_judge
 from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
@@ -39,9 +43,12 @@ from .scoring import check_answer
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
 from .uncheckable import UncheckableAnswer
+from .window_trace import window_trace
 from .workers import run_jobs
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
+# What a record keeps of each text a tool call at the probe returned.
+RETRIEVAL_TEXT_CHARS = 2_000
 _K = TypeVar("_K")
 _T = TypeVar("_T")
 
@@ -81,6 +88,8 @@ class _Pending:
     strategy_calls: int = 0
     strategy_cost_usd: float = 0.0
     strategy_input_tokens: int = 0
+    # The tool calls the strategy answered during the first ask.
+    retrievals: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -177,8 +186,10 @@ class Evaluator:
                 continue
             context = CallContext(conversation.id, spec.name, item.probe.id)
             for r in range(self.settings.repeat):
+                # The first ask shows what the model fetched; later ones would repeat it.
+                window = _recording(item.window, item.retrievals) if r == 0 else item.window
                 jobs[("answer", item.probe.id, r)] = _asker(
-                    self.client, item.window, context, self.settings.model, _seed(r)
+                    self.client, window, context, self.settings.model, _seed(r)
                 )
             key = (source, conversation.id, item.probe.id)
             if key in self._truth or item.probe.id in new_truths:
@@ -236,6 +247,8 @@ class Evaluator:
         item = _Pending(probe, record)
         try:
             item.trace = trace = self._trace(conversation, spec, source)
+            record.session_prompt_tokens = [r.prompt_tokens for r in trace.requests]
+            record.strategy_params = strategy_params(spec, trace.strategy)
             # The fork still counts into the shared trace: take this probe's
             # share, then put the session's totals back for the next probe.
             totals = (trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens)
@@ -251,6 +264,14 @@ class Evaluator:
         except Exception as exc:  # a strategy bug is this item's error, not the run's
             record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
             return item
+        given = [*conversation.messages, {"role": "user", "content": probe.question}]
+        record.window_trace = window_trace(
+            given,
+            window.messages,
+            window.tools,
+            message_tokens=partial(message_tokens, model=model),
+            tools_tokens=partial(tools_tokens, model=model),
+        )
         record.fact_survival = fact_survival(
             conversation.facts, window, coincidental=conversation.coincidental_answers
         )
@@ -262,7 +283,6 @@ class Evaluator:
             previous_tools=item.trace.last_tools,
             tools=window.tools,
         )
-        given = [*conversation.messages, {"role": "user", "content": probe.question}]
         broken = window_violations(given, window, keep_system=keeps_system_prompt(spec.params))
         if broken:
             # A window that breaks the rules would make any verdict meaningless.
@@ -294,6 +314,7 @@ class Evaluator:
         record.strategy_calls = item.strategy_calls
         record.strategy_input_tokens = item.strategy_input_tokens
         record.memory_retrievals = sum(a.memory_retrievals for a in asked)
+        record.retrievals = item.retrievals
         record.cost_usd = sum(a.cost_usd for a in asked) + item.strategy_cost_usd
         # What the provider's prompt cache would take off the probe request.
         savings = cache_savings_usd(
@@ -415,6 +436,28 @@ def context_window_of(model: str) -> int | None:
     return int(limit) if limit else None
 
 
+def _recording(window: Window, retrievals: list[dict[str, Any]]) -> Window:
+    """``window`` whose tool handler also notes each call it answers in ``retrievals``."""
+    handler = window.tool_handler
+    if handler is None:
+        return window
+
+    def answer(name: str, args: dict[str, Any]) -> str:
+        result = handler(name, args)
+        text = result if isinstance(result, str) else str(result)
+        retrievals.append(
+            {
+                "tool": name,
+                "args": plain(args),
+                "text": cap_text(text, RETRIEVAL_TEXT_CHARS),
+                "chars": len(text),
+            }
+        )
+        return result
+
+    return dataclasses.replace(window, tool_handler=answer)
+
+
 def _asker(
     client: ModelClient, window: Window, context: CallContext, model: str, seed: int | None
 ) -> Callable[[], ProbeAnswer]:
@@ -466,7 +509,17 @@ def _new_record(
         classification="error",
         expected=_expected(probe),
         turns=sum(1 for m in conversation.messages if m["role"] != "system"),
+        strategy_params=plain(spec.params),
+        tags=list(conversation.scenario.tags),
+        needle_depth=_needle_depth(conversation, probe),
     )
+
+
+def _needle_depth(conversation: Conversation, probe: ProbeCase) -> float | None:
+    """The depth the probe's needle was planted at; None for a needle planted
+    at a message number, or a probe of no needle."""
+    needle = next((n for n in conversation.scenario.needles if n.id == probe.needle), None)
+    return needle.depth if needle is not None else None
 
 
 def _failed(record: ResultRecord, message: str) -> ResultRecord:

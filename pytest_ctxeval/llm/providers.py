@@ -83,7 +83,9 @@ def register_mock_provider(litellm: ModuleType) -> None:
                 },
             )
 
-        async def acompletion(self, model: str, messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        async def acompletion(
+            self, model: str, messages: list[Any], *args: Any, **kwargs: Any
+        ) -> Any:
             return self.completion(model, messages, *args, **kwargs)
 
     entry = {"provider": PROVIDER, "custom_handler": CtxevalMockLLM()}

@@ -1,15 +1,16 @@
-"""Self-contained HTML report: one file, inline CSS and SVG, no external resources.
+"""Self-contained HTML report: one file, inline CSS, SVG and script, nothing
+loaded from anywhere.
 
 Every piece of scenario and model text reaches the page through jinja2
-autoescaping. The only markup marked safe is the SVG chart built below, whose
-labels are escaped with ``markupsafe.escape`` before they are put in it.
+autoescaping, or as embedded JSON (``drilldown.script_json``) that the
+page's script only ever puts in the page as text.  The only markup marked
+safe is the SVG the chart functions build, with their labels escaped.
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -17,13 +18,27 @@ from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
+from ..gate.baseline import Key
+from ..gate.compare import Comparison
+from ..results.analysis import results_frame, strategy_table
 from ..results.frame import classification_matrix, records_frame, strategy_summary
 from ..results.record import CLASSIFICATIONS, ResultRecord
+from .charts import (
+    baseline_chart,
+    depth_heatmaps,
+    pareto_chart,
+    prompt_series_charts,
+    tokens_chart,
+)
+from .drilldown import DrilldownData, script_json
+from .outcomes import FAIL_ON_DEFAULT, outcome_counts, pytest_outcome
+from .run_info import RunInfo
+
+__all__ = ["render_report", "tokens_chart", "write_report"]
 
 TEMPLATE = "report.html.j2"
-PASSING = frozenset({"ok", "rescued"})
 
 
 def _thousands(value: Any) -> str:
@@ -58,70 +73,56 @@ def _environment() -> Environment:
     return env
 
 
-def tokens_chart(tokens: dict[str, int]) -> Markup:
-    """Horizontal bar chart of cumulative input tokens per strategy, as inline SVG."""
-    if not tokens:
-        return Markup("")
-    label_w, bar_w, value_w, row_h, pad = 170, 420, 110, 26, 8
-    width = label_w + bar_w + value_w
-    height = pad * 2 + row_h * len(tokens)
-    top = max(tokens.values()) or 1  # all-zero runs still draw (empty) bars
-    parts = [
-        f'<svg class="chart" role="img" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" aria-label="Cumulative input tokens per strategy">'
-    ]
-    for i, (name, value) in enumerate(tokens.items()):
-        y = pad + i * row_h
-        w = bar_w * value / top
-        label = escape(name if len(name) <= 22 else name[:21] + "…")
-        parts.append(
-            f"<g><title>{escape(name)}: {value:,} tokens</title>"
-            f'<text x="{label_w - 8}" y="{y + row_h / 2}" text-anchor="end" '
-            f'dominant-baseline="middle">{label}</text>'
-            f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" rx="2"/>'
-            f'<text x="{label_w + w + 6:.1f}" y="{y + row_h / 2}" '
-            f'dominant-baseline="middle" class="value">{value:,}</text></g>'
-        )
-    parts.append("</svg>")
-    return Markup("".join(parts))
+def _joined(values: set[Any]) -> str:
+    return ", ".join(sorted(str(v) for v in values if v)) or "—"
 
 
-def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _diff(answer: str | None, truth: str | None) -> str:
-    if answer is None or truth is None or answer == truth:
-        return ""
-    lines = difflib.unified_diff(
-        truth.splitlines(), answer.splitlines(), "full context", "strategy", lineterm=""
-    )
-    return "\n".join(lines)
-
-
-def _failure(record: ResultRecord) -> dict[str, Any]:
-    return {
-        "record": record,
-        "expected": _pretty(record.expected) if record.expected is not None else None,
-        # A divergent probe is reported with its diff to the full context.
-        "diff": _diff(record.answer, record.ground_truth_answer)
-        if record.classification == "divergent"
-        else "",
-    }
-
-
-def _run_info(records: list[ResultRecord], extra: dict | None) -> dict[str, Any]:
-    def joined(values: set[str]) -> str:
-        return ", ".join(sorted(v for v in values if v)) or "—"
-
+def _header(
+    records: list[ResultRecord], run_info: RunInfo | Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The run's metadata for the header: from ``run_info`` where given, else
+    from the records (a report re-rendered from a results file)."""
+    started = min((r.started_at for r in records if r.started_at), default="")
     info: dict[str, Any] = {
-        "model": joined({r.model for r in records}),
-        "run_id": joined({r.run_id for r in records}),
-        "items": len(records),
-        "time": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "model": _joined({r.model for r in records}),
+        "plugin_version": _joined({r.plugin_version for r in records}),
+        "git_commit": _joined({r.git_commit for r in records}),
+        "started": started or "—",
+        "run_id": _joined({r.run_id for r in records}),
     }
-    info.update(extra or {})
+    if isinstance(run_info, RunInfo):
+        info.update(
+            model=run_info.model or info["model"],
+            plugin_version=run_info.plugin_version,
+            git_commit=run_info.git_commit or "— (not a git checkout)",
+            started=run_info.started_at,
+            run_id=run_info.run_id or info["run_id"],
+        )
+    elif run_info:
+        info.update(run_info)
+    info["items"] = len(records)
+    info["report_written"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return info
+
+
+def _strategy_params(
+    records: list[ResultRecord], run_info: RunInfo | Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Per strategy: its kind (when known) and parameters as it ran."""
+    known = run_info.strategies if isinstance(run_info, RunInfo) else {}
+    rows: dict[str, dict[str, Any]] = {}
+    for record in records:
+        row = rows.setdefault(
+            record.strategy,
+            {"strategy": record.strategy, "kind": "", "params": {}},
+        )
+        if not row["params"] and record.strategy_params:
+            row["params"] = record.strategy_params
+    for name, spec in known.items():
+        row = rows.setdefault(name, {"strategy": name, "kind": "", "params": {}})
+        row["kind"] = spec.get("kind", "")
+        row["params"] = row["params"] or spec.get("params", {})
+    return [rows[name] for name in sorted(rows)]
 
 
 # Short cell labels keep a dozen strategies side by side on one screen; the
@@ -138,12 +139,21 @@ def _matrix_rows(matrix: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for scenario, cells in matrix.iterrows():
         row = []
-        for text in cells:
+        for strategy, text in cells.items():
             # The cell text starts with the classification name; it picks the colour.
             name, _, count = (text or "").partition(" ")
             label = f"{_SHORT.get(name, name)} {count}".strip()
-            row.append({"text": text, "label": label, "cls": name or "none"})
+            row.append({"text": text, "label": label, "cls": name or "none", "strategy": strategy})
         rows.append({"scenario": scenario, "cells": row})
+    return rows
+
+
+def _item_rows(records: list[ResultRecord], outcomes: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for index, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
+        full = record.full_prompt_tokens
+        saved = 1 - record.prompt_tokens / full if full else None
+        rows.append({"index": index, "record": record, "outcome": outcome, "saved": saved})
     return rows
 
 
@@ -151,19 +161,38 @@ def render_report(
     records: list[ResultRecord],
     *,
     title: str = "pytest-ctxeval report",
-    run_info: dict | None = None,
+    run_info: RunInfo | Mapping[str, Any] | None = None,
+    comparison: Comparison | None = None,
+    gated: bool = False,
+    fail_on: str = FAIL_ON_DEFAULT,
 ) -> str:
-    """The report as one HTML string."""
+    """The report as one HTML string.
+
+    ``run_info``: the run's metadata (``run_info.collect_run_info``; a plain
+    mapping is shown as given).  ``comparison``: the run against a baseline
+    (``gate.compare.compare``), shown as its own section.  ``gated``: the
+    baseline gate decided the items (also while it only wrote the baseline,
+    without a comparison): only a regression or an error failed.  Otherwise
+    ``fail_on``, the run's ``--ctx-fail-on``, did; the counts match pytest's."""
+    records = sorted(records, key=lambda r: (r.scenario, r.strategy, r.probe, r.repeat))
     df = records_frame(records)
     summary = strategy_summary(df)
     matrix = classification_matrix(df)
-    failures = sorted(
-        (r for r in records if r.classification not in PASSING),
-        key=lambda r: (r.scenario, r.strategy, r.probe, r.repeat),
-    )
+    regressed: set[Key] | None = None
+    if comparison is not None or gated:
+        regressed = comparison.regressed_keys if comparison is not None else set()
+    outcomes = [pytest_outcome(r, fail_on, regressed) for r in records]
+    drilldown = DrilldownData()
+    for record, outcome in zip(records, outcomes, strict=True):
+        drilldown.add(record, outcome)
+    series = prompt_series_charts(df)
     context = {
         "title": title,
-        "run_info": _run_info(records, run_info),
+        "run_info": _header(records, run_info),
+        "outcomes": outcome_counts(outcomes),
+        "fail_on": fail_on,
+        "gated": regressed is not None,
+        "params": _strategy_params(records, run_info),
         "classifications": CLASSIFICATIONS,
         "summary": [{"strategy": s, **row} for s, row in summary.to_dict("index").items()],
         "strategies": list(matrix.columns),
@@ -171,9 +200,25 @@ def render_report(
         "chart": tokens_chart(
             {str(k): int(v) for k, v in summary["cumulative_input_tokens"].items()}
         ),
-        "failures": [_failure(r) for r in failures],
+        "pareto": pareto_chart(strategy_table(results_frame(records))) if records else "",
+        "series": series,
+        "heatmaps": depth_heatmaps(df),
+        "comparison": comparison,
+        "baseline_chart": baseline_chart(comparison),
+        "items": _item_rows(records, outcomes),
+        "tags": sorted({tag for r in records for tag in r.tags}),
+        "present": [c for c in CLASSIFICATIONS if any(r.classification == c for r in records)],
+        "data": script_json(drilldown.payload()),
+        "script": _asset("report.js.j2"),
+        "style": _asset("report.css.j2"),
     }
     return _environment().get_template(TEMPLATE).render(**context)
+
+
+@lru_cache(maxsize=4)
+def _asset(name: str) -> Markup:
+    """A script or style sheet of ours, put in the page as is."""
+    return Markup((Path(__file__).parent / "templates" / name).read_text(encoding="utf-8"))
 
 
 def write_report(path: str | Path, records: list[ResultRecord], **kw: Any) -> Path:

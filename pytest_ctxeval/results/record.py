@@ -99,6 +99,26 @@ class ResultRecord(BaseModel):
     # Without an expectation: how the answers were compared, and the result.
     agreement: float | None = None
     judge: dict[str, Any] | None = None
+    # The run: the plugin's version, the tested project's commit (None outside
+    # a git checkout) and when the run started (ISO 8601, UTC); see report.run_info.
+    plugin_version: str = ""
+    git_commit: str | None = None
+    started_at: str = ""
+    # The strategy's parameters as it ran, defaults included.
+    strategy_params: dict[str, Any] = Field(default_factory=dict)
+    # The scenario's tags, for filtering the report.
+    tags: list[str] = Field(default_factory=list)
+    # The depth (0..1 of the session's tokens) of the needle the probe asks
+    # about, when it was planted at a depth; ``turns`` is the session's length.
+    needle_depth: float | None = None
+    # Prompt tokens of each model call of the simulated session, in order.
+    session_prompt_tokens: list[int] = Field(default_factory=list)
+    # The window the strategy sent at the probe, each part marked kept,
+    # shortened, pruned, summary, dropped or tools (see evaluate.window_trace).
+    window_trace: list[dict[str, Any]] = Field(default_factory=list)
+    # The tool calls the strategy answered while the model answered the probe
+    # (first ask): tool, arguments, and the text returned, capped.
+    retrievals: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def sealed(record: ResultRecord) -> ResultRecord:

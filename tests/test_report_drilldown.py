@@ -1,0 +1,377 @@
+"""Each item's drill-down: the window trace (what the strategy kept, cut,
+pruned, wrote or dropped), the run's metadata, the pytest outcome, and the
+record fields a real run fills for them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CtxProject, by_key
+
+from pytest_ctxeval.evaluate.window_trace import (
+    KEPT_RUN_EDGE,
+    KEPT_TEXT_CHARS,
+    TRACE_TEXT_CHARS,
+    window_trace,
+)
+from pytest_ctxeval.llm.tokens import message_tokens, tools_tokens
+from pytest_ctxeval.report import run_info
+from pytest_ctxeval.report.drilldown import word_diff
+from pytest_ctxeval.report.outcomes import pytest_outcome
+from pytest_ctxeval.report.run_info import (
+    collect_run_info,
+    git_commit,
+    strategy_kind,
+    strategy_params,
+)
+from pytest_ctxeval.results.record import ResultRecord
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.registry import resolve
+
+SYSTEM = {"role": "system", "content": "You are an ops assistant."}
+QUESTION = {"role": "user", "content": "Which port did we pick?"}
+
+
+def chat(*texts: str) -> list[dict[str, Any]]:
+    """User and assistant messages in turn, after the system prompt."""
+    roles = ("user", "assistant")
+    return [SYSTEM] + [{"role": roles[i % 2], "content": t} for i, t in enumerate(texts)]
+
+
+def trace(session: list[dict[str, Any]], sent: list[dict[str, Any]], tools: Any = ()) -> list:
+    return window_trace(
+        session, sent, tools, message_tokens=message_tokens, tools_tokens=tools_tokens
+    )
+
+
+def marks(parts: list[dict[str, Any]]) -> list[str]:
+    return [p["mark"] for p in parts]
+
+
+# -- window trace ----------------------------------------------------------------------
+
+
+def test_dropped_messages_are_one_range_with_their_tokens():
+    session = chat("one", "two", "three", "four", "five", "six", "Which port?")
+    sent = [session[0], *session[5:]]  # a sliding window: system prompt and the last three
+    parts = trace(session, sent)
+    assert marks(parts) == ["kept", "dropped", "kept", "kept", "kept"]
+    assert parts[0]["n"] == 0 and parts[0]["text"] == SYSTEM["content"]
+    dropped = parts[1]
+    assert (dropped["from"], dropped["to"], dropped["count"]) == (1, 4, 4)
+    assert dropped["tokens"] == sum(message_tokens(m) for m in session[1:5])
+    assert [p["n"] for p in parts[2:]] == [5, 6, 7]
+
+
+def test_repeated_texts_are_matched_in_order():
+    session = chat("Ok.", "Of course.", "Ok.", "Of course.", "Which one?")
+    parts = trace(session, [session[0], session[3], session[4], session[5]])
+    assert [p.get("n") for p in parts] == [0, None, 3, 4, 5]  # not the first "Ok."
+    assert parts[1] == {
+        "mark": "dropped",
+        "from": 1,
+        "to": 2,
+        "count": 2,
+        "tokens": message_tokens(session[1]) + message_tokens(session[2]),
+    }
+
+
+def test_headtail_cut_is_shortened_with_its_memory_and_the_tool_listing():
+    rows = "\n".join(f'{{"seq": {i}, "status": "ok"}}' for i in range(60))
+    session = [
+        SYSTEM,
+        {"role": "user", "content": "Dump the deployments."},
+        {"role": "assistant", "content": rows},
+        {"role": "user", "content": "What was deployment 31?"},
+    ]
+    strategy = HeadTailStrategy(head=40, tail=40)
+    for message in session:
+        strategy.add(message)
+    window = strategy.window()
+    parts = trace(session, window.messages, window.tools)
+    assert marks(parts) == ["tools", "kept", "kept", "shortened", "kept"]
+    cut = parts[3]
+    assert cut["n"] == 2 and cut["memory"] == ["m1"]
+    assert cut["tokens"] < cut["original_tokens"] == message_tokens(session[2])
+    assert "stored as memory m1" in cut["text"]
+    assert parts[0]["text"].startswith("retrieve_memory: ")
+    assert parts[0]["tokens"] == tools_tokens(window.tools)
+
+
+def test_a_replaced_tool_output_is_pruned_and_a_cut_message_shortened():
+    call = {"id": "call_1", "type": "function", "function": {"name": "logs", "arguments": "{}"}}
+    output = "line\n" * 200
+    session = [
+        SYSTEM,
+        {"role": "user", "content": "Fetch the logs, then tell me what failed in the build " * 4},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "logs", "content": output},
+        {"role": "user", "content": "What failed?"},
+    ]
+    sent = [
+        SYSTEM,
+        {"role": "user", "content": session[1]["content"][:40]},
+        session[2],
+        {**session[3], "content": "[… 200 lines pruned …]"},
+        session[4],
+    ]
+    parts = trace(session, sent)
+    assert marks(parts) == ["kept", "shortened", "kept", "pruned", "kept"]
+    assert parts[2]["calls"] == ["logs({})"]
+    assert parts[3]["n"] == 3 and parts[3]["original_tokens"] == message_tokens(session[3])
+
+
+def test_text_the_strategy_wrote_is_a_summary():
+    session = chat("My locker is 4417.", "Noted.", "Nice weather.", "Yes.", "My locker?")
+    rebuilt = {"role": "system", "content": SYSTEM["content"] + "\n\n## Working memory: locker"}
+    summary = {"role": "user", "content": "Here is a summary: the locker is 4417."}
+    parts = trace(session, [rebuilt, summary, session[4], session[5]])
+    assert marks(parts) == ["summary", "summary", "dropped", "kept", "kept"]
+    assert parts[0]["from"] == 0 and "n" not in parts[0]  # built on the system prompt
+    assert "from" not in parts[1] and parts[1]["text"] == summary["content"]
+    assert (parts[2]["from"], parts[2]["to"]) == (1, 3)
+
+
+def test_texts_are_capped_and_long_kept_runs_folded():
+    session = chat(*[f"message {i} " + "x" * 500 for i in range(1, 21)], "And now?")
+    parts = trace(session, session)
+    shown = [p for p in parts if "text" in p]
+    assert all(len(p["text"]) < KEPT_TEXT_CHARS + 64 for p in shown)
+    assert shown[1]["text"].endswith("chars]")  # capped with the marker naming the length
+    # 22 kept messages: the first and last few with text, the question, and one fold.
+    folded = [p for p in parts if "count" in p]
+    assert len(folded) == 1
+    assert folded[0] == {
+        "mark": "kept",
+        "from": KEPT_RUN_EDGE,
+        "to": 20 - KEPT_RUN_EDGE,
+        "count": 21 - 2 * KEPT_RUN_EDGE,
+        "tokens": sum(message_tokens(m) for m in session[KEPT_RUN_EDGE : 21 - KEPT_RUN_EDGE]),
+    }
+    assert len(parts) == 2 * KEPT_RUN_EDGE + 2
+    assert parts[-1]["text"] == "And now?"
+
+
+def test_the_whole_trace_stays_bounded():
+    big = "y" * 3_000
+    session = [SYSTEM, *({"role": "user", "content": f"{i} {big}"} for i in range(60)), QUESTION]
+    sent = [SYSTEM, *({**m, "content": m["content"][:2_500]} for m in session[1:-1]), QUESTION]
+    parts = trace(session, sent)
+    assert marks(parts) == ["kept", *["shortened"] * 60, "kept"]
+    # Uncapped this would be 60 x 2,000 characters; the parts past the total
+    # keep a short start, with the marker naming their length.
+    assert sum(len(p["text"]) for p in parts) < TRACE_TEXT_CHARS + 2_100 + 60 * 200
+    assert parts[-2]["text"].endswith("… [truncated: 2,500 chars]")
+    assert len(parts[-2]["text"]) < 200
+
+
+# -- word diff ----------------------------------------------------------------------
+
+
+def test_word_diff_marks_words_removed_and_added():
+    assert word_diff("Use port 5432.", "Use port 8080.") == [
+        ["=", "Use port"],
+        ["-", " 5432"],
+        ["+", " 8080"],
+        ["=", "."],
+    ]
+    # Unrelated answers are one change, not a word salad of shared spaces.
+    assert word_diff('{"TOKEN": "tok-4471"}', "I could not find that.") == [
+        ["-", '{"TOKEN": "tok-4471"}'],
+        ["+", "I could not find that."],
+    ]
+    assert word_diff("same", "same") is None
+    assert word_diff(None, "answer") is None
+
+
+# -- outcomes as pytest shows them ----------------------------------------------------
+
+
+def record(**kw: Any) -> ResultRecord:
+    base: dict[str, Any] = {
+        "scenario": "s",
+        "strategy": "full",
+        "model": "ctxeval/oracle",
+        "probe": "p",
+        "verdict": "fail",
+        "classification": "context_loss",
+    }
+    return ResultRecord(**{**base, **kw})
+
+
+@pytest.mark.parametrize(
+    ("fields", "fail_on", "outcome"),
+    [
+        ({"verdict": "pass", "classification": "ok"}, "context_loss", "passed"),
+        ({}, "context_loss", "failed"),
+        ({"classification": "model_miss"}, "context_loss", "xfailed"),
+        ({"classification": "unstable"}, "context_loss", "xfailed"),
+        ({"classification": "model_miss"}, "fail", "failed"),
+        ({"classification": "divergent"}, "context_loss", "failed"),
+        ({"classification": "beyond_context", "verdict": "error"}, "context_loss", "skipped"),
+        ({"classification": "error", "verdict": "error"}, "never", "passed"),
+    ],
+)
+def test_pytest_outcome_follows_fail_on(fields: dict[str, Any], fail_on: str, outcome: str):
+    assert pytest_outcome(record(**fields), fail_on) == outcome
+
+
+def test_pytest_outcome_under_the_baseline_gate():
+    loss = record(scenario_file="s.yaml")
+    key = ("s.yaml", "s", "full", "p")
+    assert pytest_outcome(loss, regressed={key}) == "failed"
+    assert pytest_outcome(loss, regressed=set()) == "xfailed"  # a known loss
+    assert pytest_outcome(record(verdict="error", classification="error"), regressed=set()) == (
+        "failed"
+    )
+
+
+# -- run metadata ----------------------------------------------------------------------
+
+
+def test_git_commit_of_a_checkout_and_none_elsewhere(tmp_path: Path):
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    env = {
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
+        "HOME": str(tmp_path),
+    }
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True, env=env)
+    subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True, env=env
+    )
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=repo, capture_output=True, text=True, env=env
+    ).stdout.strip()
+    assert git_commit(repo / "sub") == head  # the rootdir may be below the checkout's top
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_commit(outside) is None
+
+
+def test_git_commit_is_none_when_git_is_missing_or_slow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        raise subprocess.TimeoutExpired(args[0], kwargs["timeout"])
+
+    monkeypatch.setattr(run_info.subprocess, "run", slow)
+    assert git_commit(tmp_path) is None
+    monkeypatch.setattr(run_info.subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError))
+    assert git_commit(tmp_path) is None
+
+
+def test_run_info_names_each_strategys_kind_and_parameters(tmp_path: Path):
+    specs = resolve("sliding-8,headtail(head=50),full")
+    info = collect_run_info(tmp_path, model="ctxeval/oracle", run_id="r1", strategies=specs)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", info.started_at)
+    assert info.git_commit is None and info.plugin_version
+    assert info.strategies == {
+        "sliding-8": {"kind": "sliding", "params": {"turns": 8}},
+        "headtail[head:50]": {"kind": "headtail", "params": {"head": 50}},
+        "full": {"kind": "full", "params": {}},
+    }
+    stamped = record(strategy="sliding-8")
+    info.stamp(stamped)
+    assert (stamped.plugin_version, stamped.git_commit, stamped.started_at) == (
+        info.plugin_version,
+        None,
+        info.started_at,
+    )
+    assert stamped.strategy_params == {"turns": 8}
+
+
+def test_strategy_params_include_the_defaults_and_stay_json():
+    (spec,) = resolve("headtail(head=50)")
+    assert strategy_kind(spec) == "headtail"
+    params = strategy_params(spec, spec.create())
+    assert params == {"head": 50, "tail": 100, "max_listed": 40}
+
+    class Odd:
+        def params(self) -> dict[str, Any]:
+            return {"when": object, "n": 1}
+
+    odd = strategy_params(spec, Odd())
+    assert odd["n"] == 1 and odd["when"] == repr(object)
+    json.dumps(odd)
+
+
+# -- a real run fills the new record fields -------------------------------------------
+
+TRACED = """
+id: ops
+tags: [long-session, needle]
+system: You are an assistant with access to the deployment database.
+turns:
+  - user: Dump the deployment records for the checkout service.
+  - tool:
+      name: query_deployments
+      args: {service: checkout}
+      generate: {kind: json_rows, rows: 120, seed: 3}
+  - assistant: That is 120 records; most deployments succeeded.
+  - generate: {kind: chitchat, turns: 4, seed: 7}
+needles:
+  - id: deploy-token
+    turn: 3
+    text: '{"DEPLOY_TOKEN": "tok-4471-alpha", "note": "rotated manually by oncall"}'
+    question: What is the DEPLOY_TOKEN?
+    answer: tok-4471-alpha
+  - id: locker
+    depth: 0.9
+    role: user
+    text: My gym locker number is 4417.
+    question: What is my gym locker number?
+    answer: "4417"
+probes:
+  - {id: deploy-token, needle: deploy-token}
+  - {id: locker, needle: locker}
+  - {id: zebra, user: "What is the zebra called?", expect: {contains: Zorro}}
+"""
+
+
+def test_records_carry_the_window_trace_tags_depth_and_series(ctx: CtxProject):
+    ctx.scenario("ops", TRACED)
+    result = ctx.run("--ctx-strategy=full,headtail(head=60),truncate")
+    # truncate cuts the token out of the dump; nobody knows the zebra.
+    result.assert_outcomes(passed=5, failed=1, xfailed=3)
+    records = by_key(ctx.results())
+    full = records[("ops", "full", "deploy-token")]
+    assert full["tags"] == ["long-session", "needle"]
+    assert full["strategy_params"] == {}
+    assert (
+        full["needle_depth"] is None and records[("ops", "full", "locker")]["needle_depth"] == 0.9
+    )
+    assert len(full["session_prompt_tokens"]) == 6  # one per assistant message of the session
+    assert full["session_prompt_tokens"] == sorted(full["session_prompt_tokens"])
+    assert {p["mark"] for p in full["window_trace"]} == {"kept"}
+
+    headtail = records[("ops", "headtail[head:60]", "deploy-token")]
+    assert headtail["strategy_params"] == {"head": 60, "tail": 100, "max_listed": 40}
+    assert [p["mark"] for p in headtail["window_trace"]][:5] == [
+        "tools",
+        "kept",
+        "kept",
+        "kept",
+        "shortened",
+    ]
+    (retrieval,) = headtail["retrievals"]
+    assert retrieval["tool"] == "retrieve_memory" and retrieval["args"] == {"id": "m1"}
+    # What the memory returned: its length, and its start (capped, with the marker).
+    assert retrieval["chars"] > 10_000
+    assert retrieval["text"].endswith(f"… [truncated: {retrieval['chars']:,} chars]")
+    assert headtail["memory_retrievals"] == 1
+
+    truncate = records[("ops", "truncate", "deploy-token")]
+    assert truncate["classification"] == "context_loss"
+    assert "dropped" in [p["mark"] for p in truncate["window_trace"]]
+
+    html = (ctx.path / "reports/ctxeval.html").read_text(encoding="utf-8")
+    counts = re.findall(r'<span class="outcome (\w+)">(\d+) \1</span>', html)
+    assert counts[:3] == [("failed", "1"), ("passed", "5"), ("xfailed", "3")]
