@@ -198,6 +198,15 @@ class ControllerHooks:
             self.other_failures += 1
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if (
+            self.ctx.options.shard is not None
+            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        ):
+            # A shard that drew no scenario is a success with an empty results
+            # file, so the CI matrix's merge step finds every shard's file.
+            self.ctx.check_outputs()
+            self.ctx.will_record = True
+            session.exitstatus = pytest.ExitCode.OK
         self.written = self.ctx.finish()
         result = self.ctx.gate_result
         # The gate's exit code tells a regression from a broken budget or from

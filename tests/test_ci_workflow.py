@@ -122,3 +122,38 @@ def test_gate_command_exit_codes(ctx: CtxProject) -> None:
     assert "invalid rule 'tokens'" in bad_rule.stderr
     missing = ctxeval("gate", results, "--baseline", "nope.json", cwd=ctx.path)
     assert missing.returncode == 4 and "no such baseline" in missing.stderr
+
+
+def test_the_workflow_replays_a_real_models_cassettes_with_no_call(ctx: CtxProject) -> None:
+    from fake_openai_server import FakeOpenAIServer
+
+    ctx.scenario("recall", RECALL)
+    model = "--ctx-model=openai/test-model"
+    with FakeOpenAIServer() as server:
+        # Recorded once, locally, with the server up (the echo server answers).
+        recorded = ctx.run(
+            model,
+            f"--ctx-api-base={server.url}",
+            "--ctx-cassettes=cassettes",
+            "--ctx-strategy=full,sliding",
+            "--ctx-update-baseline",
+        )
+        assert recorded.ret == 0, recorded.stdout.str()
+        calls = len(server.chat_requests)
+        assert calls > 0 and any((ctx.path / "cassettes").rglob("*.json"))
+        # CI: the workflow's steps, with that model set in PYTEST_ADDOPTS.
+        env = workflow_env(ctx.path)
+        env["PYTEST_ADDOPTS"] = (
+            env["PYTEST_ADDOPTS"].replace(
+                "--ctx-model=ctxeval/oracle", f"{model} --ctx-api-base={server.url}"
+            )
+            + " --ctx-strategy=full,sliding"
+        )
+        workflow = yaml.safe_load(WORKFLOW.read_text())
+        for shard in workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"]:
+            assert run_steps(ctx.path, workflow["jobs"]["shard"], {"shard": shard}, env) == 0
+        assert run_steps(ctx.path, workflow["jobs"]["gate"], {}, env) == 0
+        assert len(server.chat_requests) == calls  # every answer came from a cassette
+    merged = [json.loads(line) for line in (ctx.path / "reports/results.jsonl").open()]
+    assert len(merged) == 6 and all(r["model"] == "openai/test-model" for r in merged)
+    assert not any(r["classification"] == "error" for r in merged)

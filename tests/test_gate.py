@@ -232,3 +232,16 @@ def test_markdown_summary_is_appended(ctx: CtxProject) -> None:
     assert text.startswith("# earlier step\n## ctxeval: 6 items, 2 strategies, 1 regression")
     assert "| sliding | 1/3 | 1 | 1 | 0 |" in text
     assert "| `scenarios/recall.yaml::recall::launch-code[sliding]` | ok | context_loss |" in text
+
+
+def test_a_shard_without_scenarios_succeeds_with_an_empty_results_file(
+    ctx: CtxProject, xdist_args: tuple[str, ...]
+) -> None:
+    ctx.scenario("recall", RECALL)
+    ids = [set(ctx.collect_ids(STRATEGIES, f"--ctx-shard={k}/2")) for k in (1, 2)]
+    empty = next(k for k in (1, 2) if not ids[k - 1])
+    result = ctx.run(STRATEGIES, f"--ctx-shard={empty}/2", "--ctx-results=shard.jsonl", *xdist_args)
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    assert (ctx.path / "shard.jsonl").read_text() == ""
+    # Without --ctx-shard, a run that selects nothing is still pytest's exit 5.
+    assert ctx.run(STRATEGIES, "-k", "nothing-matches").ret == pytest.ExitCode.NO_TESTS_COLLECTED
