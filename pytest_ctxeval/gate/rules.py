@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..results.record import ResultRecord
-from .baseline import Baseline, Key, record_key
+from .baseline import Baseline, BaselineEntry, Key, record_key
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,7 +128,6 @@ def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         rows,
         columns=[
-            "key",
             "strategy",
             "session",
             "cumulative_input_tokens",
@@ -157,8 +156,18 @@ def _metrics(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _passed(pass_rate: float | None, verdict: str) -> float:
-    return pass_rate if pass_rate is not None else float(verdict == "pass")
+def _row(item: ResultRecord | BaselineEntry) -> dict[str, object]:
+    """A record of this run and a baseline entry, measured alike."""
+    passed = item.pass_rate if item.pass_rate is not None else float(item.verdict == "pass")
+    return {
+        "strategy": item.strategy,
+        "session": (item.scenario_file, item.scenario),
+        "cumulative_input_tokens": item.cumulative_input_tokens,
+        "prompt_tokens": item.prompt_tokens,
+        "cost_usd": item.cost_usd,
+        "passed": passed,
+        "context_loss": int(item.classification == "context_loss"),
+    }
 
 
 def check_rules(rules: list[Rule], records: list[ResultRecord], baseline: Baseline) -> list[Breach]:
@@ -166,38 +175,8 @@ def check_rules(rules: list[Rule], records: list[ResultRecord], baseline: Baseli
         return []
     known = baseline.by_key()
     shared: set[Key] = {record_key(r) for r in records} & set(known)
-    after = _frame(
-        [
-            {
-                "key": record_key(r),
-                "strategy": r.strategy,
-                "session": (r.scenario_file, r.scenario),
-                "cumulative_input_tokens": r.cumulative_input_tokens,
-                "prompt_tokens": r.prompt_tokens,
-                "cost_usd": r.cost_usd,
-                "passed": _passed(r.pass_rate, r.verdict),
-                "context_loss": int(r.classification == "context_loss"),
-            }
-            for r in records
-            if record_key(r) in shared
-        ]
-    )
-    before = _frame(
-        [
-            {
-                "key": e.key,
-                "strategy": e.strategy,
-                "session": (e.scenario_file, e.scenario),
-                "cumulative_input_tokens": e.cumulative_input_tokens,
-                "prompt_tokens": e.prompt_tokens,
-                "cost_usd": e.cost_usd,
-                "passed": _passed(e.pass_rate, e.verdict),
-                "context_loss": int(e.classification == "context_loss"),
-            }
-            for key, e in known.items()
-            if key in shared
-        ]
-    )
+    after = _frame([_row(r) for r in records if record_key(r) in shared])
+    before = _frame([_row(e) for key, e in known.items() if key in shared])
     if after.empty:
         return []
     # Plain dicts of floats: {metric: {strategy: value}}.
