@@ -237,7 +237,7 @@ def test_ctrl_c_stops_the_server(ci_run: Run) -> None:
 
     os.killpg(ci.pid, signal.SIGINT)  # what a terminal sends to the foreground job
 
-    assert ci.wait(timeout=GRACE + 10) == 130
+    assert ci.wait(timeout=GRACE + 30) == 130  # generous for a loaded machine
     assert gone(server)
     assert gone(ci_run.supervisor_pid())
 
