@@ -139,6 +139,9 @@ class Run:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # As a terminal's foreground job: not SIGINT ignored, as a job
+            # started in a shell's background (`cmd &`) would inherit it.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.session = ci
         wait_until(lambda: self.seen_file.exists() or ci.poll() is not None, 30)

@@ -46,6 +46,13 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield fake
 
 
+def interruptible() -> None:
+    """Ctrl-C as a terminal's foreground job gets it: a job started in the
+    background of a shell (``cmd &``) inherits SIGINT ignored, and so would
+    the run under test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def wait_for(condition: Callable[[], bool], what: str, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 90  # a cold start imports litellm
     while not condition():
@@ -99,7 +106,14 @@ def test_ctrl_c_with_calls_in_flight_exits_promptly_keeping_finished_records(
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     with (tmp_path / "output.txt").open("wb") as log:
-        proc = subprocess.Popen(command, cwd=tmp_path, stdout=log, stderr=log, env=env)
+        proc = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=log,
+            env=env,
+            preexec_fn=interruptible,
+        )
         try:
             expected = len(FINISHED[concurrency])
             wait_for(lambda: len(finished_records(results)) == expected, "the records", proc)
