@@ -108,17 +108,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     """--ctx-shard=i/n: deselect the scenarios of the other shards (the same
     choice on every xdist worker, so their collections still agree)."""
-    from .gate.shard import shard_of
+    from .gate.shard import in_shard
 
     shard = config.stash[SESSION_KEY].options.shard
-    assert shard is not None
-    index, count = shard
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        inside = (
-            not isinstance(item, ProbeItem)
-            or shard_of(item.source, item.conversation.id, count) == index
+        inside = not isinstance(item, ProbeItem) or in_shard(
+            shard, item.source, item.conversation.id
         )
         (kept if inside else dropped).append(item)
     if dropped:

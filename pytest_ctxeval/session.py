@@ -145,9 +145,11 @@ class CtxSession:
     def note_ran(self, nodeids: list[str], *, filtered: bool) -> None:
         """Controller side: which probes this run selected, for the gate's
         "removed" list."""
+        self.filtered = self.filtered or filtered
+        if not nodeids:
+            return
         from .gate.shard import parse_nodeid
 
-        self.filtered = self.filtered or filtered
         for nodeid in nodeids:
             path, _, strategy, _ = parse_nodeid(nodeid)
             self.ran.add((path, strategy))

@@ -21,7 +21,7 @@ from .baseline import (
 from .compare import Comparison, compare, item_decision
 from .exitcodes import GateExit, gate_exit
 from .rules import Breach, Rule, check_rules
-from .shard import parse_nodeid, shard_of
+from .shard import in_shard
 
 
 @dataclass
@@ -86,10 +86,6 @@ class Gate:
         self.baseline = read_baseline(self.path)
         self._entries = self.baseline.by_key()
 
-    @property
-    def compares(self) -> bool:
-        return not self.update and self.baseline is not None
-
     def decide(self, record: ResultRecord) -> tuple[str, str]:
         """How the item of ``record`` ends: see compare.item_decision. While
         the baseline is being written, the run itself is the baseline."""
@@ -97,12 +93,6 @@ class Gate:
             return item_decision(record, BaselineEntry.from_record(record))
         key = (record.scenario_file, record.scenario, record.strategy, record.probe)
         return item_decision(record, self._entries.get(key))
-
-    def in_shard(self, scenario_file: str, scenario: str) -> bool:
-        if self.shard is None:
-            return True
-        index, count = self.shard
-        return shard_of(scenario_file, scenario, count) == index
 
     def finish(
         self,
@@ -118,7 +108,7 @@ class Gate:
         that did not run may just be deselected, not removed."""
 
         def in_scope(key: Key) -> bool:
-            return not filtered and (key[0], key[2]) in ran and self.in_shard(key[0], key[1])
+            return not filtered and (key[0], key[2]) in ran and in_shard(self.shard, key[0], key[1])
 
         errors = sum(r.classification == "error" for r in records)
         if self.update:
@@ -148,4 +138,4 @@ class Gate:
         return GateResult(comparison, breaches, code)
 
 
-__all__ = ["BaselineError", "Gate", "GateResult", "parse_nodeid"]
+__all__ = ["BaselineError", "Gate", "GateResult"]

@@ -31,6 +31,14 @@ def shard_of(scenario_file: str, scenario: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count + 1
 
 
+def in_shard(shard: tuple[int, int] | None, scenario_file: str, scenario: str) -> bool:
+    """Whether ``--ctx-shard`` (None: no sharding) keeps this scenario."""
+    if shard is None:
+        return True
+    index, count = shard
+    return shard_of(scenario_file, scenario, count) == index
+
+
 def parse_nodeid(nodeid: str) -> tuple[str, str, str, str]:
     """``path::scenario::probe[strategy]`` -> (path, scenario, strategy, probe)."""
     path, _, rest = nodeid.partition("::")

@@ -28,6 +28,7 @@ from .cassettes import (
     request_hash,
     response_problem,
 )
+from .error_text import error_line
 
 # Progress of long real-model runs: `pytest --log-cli-level=INFO` shows each
 # call live (pytest's own live logging).
@@ -216,22 +217,22 @@ class ModelClient:
                 # `from None`: the provider's exception may quote a secret, and
                 # a chained cause is printed unscrubbed in any traceback.
                 if is_context_exceeded(exc):
-                    raise ModelError(f"{name}: {_first_line(exc)}", context_exceeded=True) from None
+                    raise ModelError(f"{name}: {error_line(exc)}", context_exceeded=True) from None
                 if name not in RETRYABLE or missing_key:
-                    raise ModelError(f"{name}: {_first_line(exc)}") from None
+                    raise ModelError(f"{name}: {error_line(exc)}") from None
                 logger.warning(
                     "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
                 )
                 if attempt == self.max_attempts:
                     raise ModelError(
-                        f"{name} after {attempt} attempts: {_first_line(exc)}"
+                        f"{name} after {attempt} attempts: {error_line(exc)}"
                     ) from None
                 hint = _retry_after_s(exc)
                 wait = hint if hint is not None else self.backoff_s * 2 ** (attempt - 1)
                 if deadline is not None and time.perf_counter() + wait >= deadline:
                     raise ModelError(
                         f"{name}, and no time left for attempt {attempt + 1} within the "
-                        f"{self.deadline_s:g} s deadline: {_first_line(exc)}"
+                        f"{self.deadline_s:g} s deadline: {error_line(exc)}"
                     ) from None
                 time.sleep(wait)
         completion = self._completion(response, time.perf_counter() - started)
@@ -363,12 +364,6 @@ def _retry_after_s(exc: BaseException) -> float | None:
         except (TypeError, ValueError):  # an HTTP date: not worth parsing, back off instead
             return None
     return None
-
-
-def _first_line(exc: BaseException) -> str:
-    from .error_text import error_line
-
-    return error_line(exc)
 
 
 def _cassette_response(completion: Completion) -> dict[str, Any]:
