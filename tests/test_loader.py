@@ -337,8 +337,9 @@ def test_a_needle_answer_that_its_text_does_not_state_is_an_error(answer, at, wh
 
 
 def test_a_needle_answer_is_found_in_its_text_as_answers_are_checked():
-    # Case, thousands separators and end punctuation do not matter.
-    load_one(
+    # Case, thousands separators and end punctuation do not matter: the file
+    # loads, and the needle is a fact with both answers.
+    conversation = load_one(
         """
         id: s
         turns:
@@ -347,6 +348,8 @@ def test_a_needle_answer_is_found_in_its_text_as_answers_are_checked():
           - {id: n, turn: 1, text: "The VAULT holds 5,000 coins.", answer: [vault, "5000."]}
         """
     )
+    (fact,) = [f for f in conversation.facts if f.id == "n"]
+    assert fact.answers == ("vault", "5000.")
 
 
 def test_a_needle_with_no_answers_is_an_error():
