@@ -24,7 +24,7 @@ from .collect import (
 )
 from .options import CtxOptions, add_options
 from .report.terminal_text import printable
-from .scenario_files import ScenarioFileRule, named_files
+from .scenario_files import ScenarioFileRule, named_dirs, named_files
 from .session import SESSION_KEY, CtxSession
 
 
@@ -67,6 +67,11 @@ def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
             dirs=options.scenario_dirs,
             dirs_declared=options.scenario_dirs_declared,
             named_files=named_files(config.args, config.invocation_params.dir),
+            # Only folders the user typed: pytest's default (the current folder,
+            # or testpaths) must not sweep a project's YAML for scenarios.
+            named_dirs=named_dirs(config.args, config.invocation_params.dir)
+            if config.args_source == pytest.Config.ArgsSource.ARGS
+            else (),
         )
     return config.stash[_RULE_KEY]
 

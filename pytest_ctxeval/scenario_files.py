@@ -5,7 +5,8 @@ scenarios are: every YAML file there is one, and a broken file is an error.
 Without that setting the plugin looks in ``scenarios/`` but must stay out of
 the way of projects that keep other YAML there, so it takes only files that
 look like scenario files (see :func:`looks_like_scenario_file`).  A file named
-on the command line is always a scenario.
+on the command line is always a scenario; in a folder named on the command
+line (``pytest imported/``) the files that look like scenario files are.
 """
 
 from __future__ import annotations
@@ -31,12 +32,19 @@ class ScenarioFileRule:
     """Decides, per path, whether a YAML file is a scenario file."""
 
     def __init__(
-        self, *, dirs: tuple[Path, ...], dirs_declared: bool, named_files: frozenset[Path]
+        self,
+        *,
+        dirs: tuple[Path, ...],
+        dirs_declared: bool,
+        named_files: frozenset[Path],
+        named_dirs: tuple[Path, ...] = (),
     ) -> None:
         self.dirs = dirs
         # True when the ini names the scenario directories (ctx_scenario_dirs).
         self.dirs_declared = dirs_declared
         self.named_files = named_files
+        # Folders the user named on the command line (not pytest's defaults).
+        self.named_dirs = named_dirs
         self._sniffed: dict[Path, bool] = {}
 
     def collects(self, path: Path) -> bool:
@@ -47,7 +55,7 @@ class ScenarioFileRule:
             return True
         if path.resolve() in self.named_files:
             return True
-        if not inside:
+        if not (inside or in_scenario_dirs(path.resolve(), self.named_dirs)):
             return False
         if path not in self._sniffed:
             self._sniffed[path] = looks_like_scenario_file(path)
@@ -66,6 +74,12 @@ def in_scenario_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:
 def named_files(args: list[str], base: Path) -> frozenset[Path]:
     """The files named by command-line arguments (``path::id`` selects in one)."""
     return frozenset((base / arg.split("::")[0]).resolve() for arg in args)
+
+
+def named_dirs(args: list[str], base: Path) -> tuple[Path, ...]:
+    """The folders named by command-line arguments."""
+    paths = ((base / arg.split("::")[0]).resolve() for arg in args)
+    return tuple(path for path in paths if path.is_dir())
 
 
 def looks_like_scenario_file(path: Path) -> bool:

@@ -17,6 +17,11 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# Test data, not tests: `pytest tests` names this folder, and a folder named on
+# the command line is searched for scenario files, so the broken-file corpus
+# and the importer fixtures must be kept out of collection.
+collect_ignore = ["fixtures"]
+
 # The fields every result record has (a public contract).
 RECORD_FIELDS = frozenset(
     {

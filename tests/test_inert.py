@@ -202,3 +202,32 @@ def test_a_bad_strategy_is_reported_with_collect_only(ctx):
     result = ctx.run("--collect-only", "-q", "--ctx-strategy=slidnig")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert item_ids(result) == []
+
+
+# -- a folder named on the command line ---------------------------------------------------
+
+NAMED_FOLDER_SCENARIO = """
+id: imported-chat
+turns:
+  - user: "The code is ZEBRA-42."
+  - assistant: Noted.
+probes:
+  - {id: code, user: "What is the code?", expect: {contains: "ZEBRA-42"}}
+"""
+
+
+def test_a_folder_named_on_the_command_line_is_collected(ctx, xdist_args):
+    ctx.write("imported/chat.yaml", NAMED_FOLDER_SCENARIO)
+    ctx.write("imported/settings.yaml", "colour: blue\nsizes: [1, 2]\n")  # data, not a scenario
+    ctx.write("imported/_parts/piece.yaml", NAMED_FOLDER_SCENARIO)  # a fragment folder
+    result = ctx.run("imported", "--ctx-strategy=full", *xdist_args)
+    result.assert_outcomes(passed=1)
+    assert [r["nodeid"] for r in ctx.results()] == ["imported/chat.yaml::imported-chat::code[full]"]
+
+
+def test_a_bare_run_does_not_sweep_the_project_for_scenarios(ctx):
+    ctx.write("imported/chat.yaml", NAMED_FOLDER_SCENARIO)
+    ctx.write("test_x.py", PASSING_TEST)
+    result = ctx.run("--ctx-strategy=full")
+    result.assert_outcomes(passed=1)  # test_x only
+    assert not (ctx.path / "reports").exists()
