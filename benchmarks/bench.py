@@ -1,7 +1,12 @@
 """Performance figures of the harness, printed as numbers.
 
-    python benchmarks/bench.py            # everything (about a minute)
-    python benchmarks/bench.py --quick    # skip the xdist scaling run
+    python benchmarks/bench.py            # everything (a few minutes)
+    python benchmarks/bench.py --quick    # skip the xdist scaling runs
+    python benchmarks/bench.py --locomo   # also a LoCoMo-sized file under every strategy
+    python benchmarks/bench.py --only workload,startup   # some sections only
+
+Each section prints the command that reproduces its figure.  The workloads
+(benchmarks/workload.py) are written to a temporary folder, never committed.
 
 Not a test: machines here are shared and noisy, so the script reports what
 it measured and leaves judging to the reader.
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -19,8 +25,25 @@ import textwrap
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import workload  # noqa: E402  (the scenario generators next to this file)
+
+# Every pytest run here caches compiled modules as an installed package does,
+# in a folder of its own (the repository's tree stays untouched), even where
+# the environment turns bytecode caching off: otherwise each process would
+# compile every module again, and start-up would measure the compiler.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "ctxeval-bench-pycache")
+
+# Targets for the model-free path on the oracle (see the README's performance notes).
+TARGET_MS_PER_SAMPLE = {50: 6.0, 200: 29.0}
+TARGET_FIXED_S = 2.0
+TARGET_PLUGIN_OVERHEAD_MS = 20.0
+TARGET_OVER_TOKENIZING = 3.0
 
 
 def best_of(n: int, fn) -> float:  # type: ignore[no-untyped-def]
@@ -35,7 +58,10 @@ def best_of(n: int, fn) -> float:  # type: ignore[no-untyped-def]
 def pytest_version_overhead() -> None:
     def run(*extra: str) -> None:
         subprocess.run(
-            [sys.executable, "-m", "pytest", *extra, "--version"], capture_output=True, check=True
+            [sys.executable, "-m", "pytest", *extra, "--version"],
+            capture_output=True,
+            check=True,
+            env=ENV,
         )
 
     with_plugin = statistics.median(best_of(1, run) for _ in range(7))
@@ -44,6 +70,9 @@ def pytest_version_overhead() -> None:
         f"pytest --version: {with_plugin * 1000:.0f} ms with the plugin, "
         f"{without * 1000:.0f} ms without ({(with_plugin - without) * 1000:+.0f} ms)"
     )
+
+
+NEEDLE_QA = 'question: "What is the vault code?", answer: "7-3-9-1"'
 
 
 def session_yaml(turns: int, rows: int = 60) -> str:
@@ -57,7 +86,7 @@ def session_yaml(turns: int, rows: int = 60) -> str:
           - tool: {{name: query, generate: {{kind: json_rows, rows: {rows}, seed: 2}}}}
           - assistant: Done.
         needles:
-          - {{id: n, depth: 0.5, text: "The vault code is 7-3-9-1.", question: "What is the vault code?", answer: "7-3-9-1"}}
+          - {{id: n, depth: 0.5, text: "The vault code is 7-3-9-1.", {NEEDLE_QA}}}
         probes:
           - {{id: n, needle: n}}
         """)
@@ -84,7 +113,7 @@ def model_free_work(turns: int) -> None:
     for spec in resolve("all"):
         count_text_tokens.cache_clear()
 
-        def once() -> None:
+        def once(spec: Any = spec) -> None:
             trace = simulate(conversation, spec.create(), client=client, model="ctxeval/oracle")
             strategy = fork_strategy(trace.strategy)
             strategy.add({"role": "user", "content": conversation.probes[0].question})
@@ -97,7 +126,8 @@ def model_free_work(turns: int) -> None:
         warm = best_of(3, once)
         total += cold
         print(
-            f"  {spec.name:<18} {cold * 1000:7.0f} ms cold, {warm * 1000:6.0f} ms warm (tokens cached)"
+            f"  {spec.name:<18} {cold * 1000:7.0f} ms cold, "
+            f"{warm * 1000:6.0f} ms warm (tokens cached)"
         )
     print(f"  all strategies: {total:.2f} s cold")
 
@@ -115,7 +145,7 @@ def linear_token_counting() -> None:
         count_text_tokens.cache_clear()
         seconds = best_of(
             1,
-            lambda: simulate(
+            lambda conversation=conversation: simulate(
                 conversation,
                 FullStrategy(),
                 client=ModelClient("ctxeval/oracle"),
@@ -124,7 +154,8 @@ def linear_token_counting() -> None:
         )
         info = count_text_tokens.cache_info()
         print(
-            f"  {turns:4} turns: {seconds:6.2f} s, {info.misses:,} texts tokenised, {info.hits:,} cache hits"
+            f"  {turns:4} turns: {seconds:6.2f} s, {info.misses:,} texts tokenised, "
+            f"{info.hits:,} cache hits"
         )
 
 
@@ -137,7 +168,8 @@ def long_session() -> None:
     conversation = parse_conversations(session_yaml(1000, rows=2000), "bench.yaml")[0]
     chars = sum(len(m.get("content") or "") for m in conversation.messages)
     print(
-        f"\n1,000-turn session ({len(conversation.messages):,} messages, {chars / 1e6:.1f} MB of text):"
+        f"\n1,000-turn session ({len(conversation.messages):,} messages, "
+        f"{chars / 1e6:.1f} MB of text):"
     )
     for spec in resolve("full,headtail,sliding,toolprune,observation-mask"):
         tracemalloc.start()
@@ -165,10 +197,10 @@ def xdist_scaling() -> None:
             turns:
               - generate: {kind: coding_session, turns: 80, seed: "{{ seed }}"}
             needles:
-              - {id: n, depth: "{{ depth }}", text: "The vault code is 7-3-9-1.", question: "What is the vault code?", answer: "7-3-9-1"}
+              - {id: n, depth: "{{ depth }}", text: "The vault code is 7-3-9-1.", QA}
             probes:
               - {id: n, needle: n}
-            """)
+            """).replace("QA", NEEDLE_QA)
         Path(scenarios, "grid.yaml").write_text(grid)
 
         def run(*extra: str) -> float:
@@ -186,6 +218,7 @@ def xdist_scaling() -> None:
                 ],
                 cwd=tmp,
                 capture_output=True,
+                env=ENV,
                 check=True,
             )
             return time.perf_counter() - start
@@ -199,18 +232,208 @@ def xdist_scaling() -> None:
         )
 
 
+def pytest_seconds(cwd: Path, *args: str) -> float:
+    """Wall time of one ``pytest`` run in ``cwd`` (outputs to the temporary folder)."""
+    start = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ctx-fail-on=never",
+            f"--ctx-results={cwd / 'out' / 'results.jsonl'}",
+            f"--ctx-report={cwd / 'out' / 'report.html'}",
+            *args,
+        ],
+        cwd=cwd,
+        capture_output=True,
+        env=ENV,
+        check=False,
+    )
+    return time.perf_counter() - start
+
+
+def pairs_project(tmp: Path, pairs: int, count: int) -> Path:
+    project = tmp / f"pairs-{pairs}-x{count}"
+    workload.write_pairs(project / "scenarios", pairs, count)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    return project
+
+
+def per_sample_workload(tmp: Path, pairs: int, count: int = 50) -> tuple[float, float]:
+    """(seconds per sample, fixed seconds) of ``pytest --ctx-strategy=full``
+    over ``count`` conversations of ``pairs`` user/assistant pairs, from
+    the best of three runs of one file and of ``count`` files."""
+    one, many = pairs_project(tmp, pairs, 1), pairs_project(tmp, pairs, count)
+    t_one = min(pytest_seconds(one, "--ctx-strategy=full") for _ in range(3))
+    t_many = min(pytest_seconds(many, "--ctx-strategy=full") for _ in range(3))
+    per_sample = (t_many - t_one) / (count - 1)
+    return per_sample, t_one - per_sample
+
+
+def workload_figures() -> None:
+    print("\nper sample, `full` on ctxeval/oracle (50 files; fixed = 1 file minus one sample):")
+    with tempfile.TemporaryDirectory() as tmp:
+        for pairs in (50, 200):
+            per_sample, fixed = per_sample_workload(Path(tmp), pairs)
+            print(
+                f"  {pairs:3} pairs: {per_sample * 1000:6.1f} ms per sample "
+                f"(target <= {TARGET_MS_PER_SAMPLE[pairs]:g}), fixed start {fixed:.2f} s "
+                f"(target < {TARGET_FIXED_S:g})"
+            )
+    print(
+        "  reproduce: python benchmarks/workload.py pairs DIR/scenarios --pairs 200 --count 50"
+        " && cd DIR && touch pytest.ini && time pytest -q --ctx-strategy=full"
+    )
+
+
+def tokenizing_floor(pairs: int = 200) -> None:
+    """The model-free work of one sample against tokenizing its text once."""
+    from pytest_ctxeval.llm.local_tokenizer import count_locally, local_encoding
+    from pytest_ctxeval.scenario.loader import parse_conversations
+
+    conversation = parse_conversations(workload.pairs_scenario(0, pairs), "bench.yaml")[0]
+    texts = [m.get("content") or "" for m in conversation.messages]
+    encoding = local_encoding()
+    floor = best_of(5, lambda: [count_locally(encoding, t) for t in texts])
+    with tempfile.TemporaryDirectory() as tmp:
+        per_sample, _ = per_sample_workload(Path(tmp), pairs, count=20)
+    print(
+        f"\nmodel-free work vs tokenizing once, {pairs} pairs: tokenizing every text once "
+        f"{floor * 1000:.1f} ms; a whole sample {per_sample * 1000:.1f} ms "
+        f"({per_sample / floor:.1f}x, target <= {TARGET_OVER_TOKENIZING:g}x)"
+    )
+    print("  reproduce: python benchmarks/bench.py --only floor")
+
+
+def startup_figures() -> None:
+    """What the plugin adds to an unrelated project, and the import of a
+    scenario run (nothing of litellm, pandas only for the report)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "test_trivial.py").write_text("def test_ok():\n    assert True\n")
+        (project / "pytest.ini").write_text("[pytest]\n")
+
+        def run(*extra: str) -> None:
+            subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra],
+                cwd=project,
+                capture_output=True,
+                env=ENV,
+                check=True,
+            )
+
+        with_plugin = statistics.median(best_of(1, run) for _ in range(9))
+        without = statistics.median(best_of(1, lambda: run("-p", "no:ctxeval")) for _ in range(9))
+    added = (with_plugin - without) * 1000
+    print(
+        f"\nunrelated project, one trivial test: pytest -q {with_plugin * 1000:.0f} ms with the "
+        f"plugin, {without * 1000:.0f} ms with -p no:ctxeval ({added:+.0f} ms, target <= "
+        f"{TARGET_PLUGIN_OVERHEAD_MS:g})"
+    )
+    print("  reproduce: cd TMP && time pytest -q; time pytest -q -p no:ctxeval")
+    with tempfile.TemporaryDirectory() as tmp:
+        project = pairs_project(Path(tmp), 50, 1)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--ctx-strategy=full",
+                f"--ctx-results={project / 'out.jsonl'}",
+                f"--ctx-report={project / 'out.html'}",
+            ],
+            cwd=project,
+            capture_output=True,
+            env=ENV,
+            text=True,
+            check=False,
+        ).stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in out.splitlines() if "|" in line}
+    print(
+        "  a scenario run on the oracle imports litellm: "
+        f"{'yes' if 'litellm' in imported else 'no'}; pandas: "
+        f"{'yes' if 'pandas' in imported else 'no'} (the HTML report's charts)"
+    )
+    print("  reproduce: python -X importtime -m pytest -q --ctx-strategy=full 2>&1 | grep litellm")
+
+
+def xdist_workloads() -> None:
+    """-n 2 against one process, on the bundled suite and the 200-pair workload."""
+    print("\n-n 2 scaling (best of 2 each):")
+    with tempfile.TemporaryDirectory() as tmp:
+        bundled = Path(tmp) / "bundled"
+        shutil.copytree(ROOT / "scenarios", bundled / "scenarios")
+        shutil.copytree(ROOT / "strategies", bundled / "strategies")
+        (bundled / "pytest.ini").write_text("[pytest]\n")
+        pairs = pairs_project(Path(tmp), 200, 50)
+        runs = {
+            "bundled suite": (bundled, ()),
+            "200 pairs x 50, every strategy": (pairs, ()),
+            "200 pairs x 50, full": (pairs, ("--ctx-strategy=full",)),
+        }
+        for name, (project, extra) in runs.items():
+            serial = min(pytest_seconds(project, "-p", "no:xdist", *extra) for _ in range(2))
+            parallel = min(pytest_seconds(project, "-n", "2", *extra) for _ in range(2))
+            print(
+                f"  {name:<30} {serial:5.1f} s serial, {parallel:5.1f} s with -n 2 "
+                f"({serial / parallel:.2f}x, target >= 1.8x)"
+            )
+    print("  reproduce: time pytest -q -p no:xdist; time pytest -q -n 2")
+
+
+def locomo_sized() -> None:
+    """One LoCoMo-sized conversation (about 600 turns, 200 probes) under every strategy."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        workload.write_locomo(project / "scenarios")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        seconds = pytest_seconds(project, "--ctx-strategy=all")
+    print(f"\nLoCoMo-sized conversation, every strategy: {seconds:.1f} s")
+    print(
+        "  reproduce: python benchmarks/workload.py locomo DIR/scenarios && cd DIR && "
+        "touch pytest.ini && time pytest -q --ctx-strategy=all"
+    )
+
+
+SECTIONS = {
+    "version": pytest_version_overhead,
+    "startup": startup_figures,
+    "workload": workload_figures,
+    "floor": tokenizing_floor,
+    "model-free": lambda: model_free_work(50),
+    "tokens": linear_token_counting,
+    "long": long_session,
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="skip the xdist scaling run")
+    parser.add_argument("--quick", action="store_true", help="skip the xdist scaling runs")
+    parser.add_argument("--locomo", action="store_true", help="also a LoCoMo-sized run")
+    parser.add_argument("--only", help="comma-separated sections: " + ", ".join(SECTIONS))
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    pytest_version_overhead()
-    model_free_work(50)
-    linear_token_counting()
-    long_session()
+    if args.only:
+        for name in args.only.split(","):
+            {**SECTIONS, "xdist": xdist_workloads, "locomo": locomo_sized}[name.strip()]()
+        return
+    for section in SECTIONS.values():
+        section()
     if not args.quick:
         xdist_scaling()
+        xdist_workloads()
+    if args.locomo:
+        locomo_sized()
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ from pytest_ctxeval.llm.oracle import (
     respond,
     summarise,
 )
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy, retrieve_tool
+from pytest_ctxeval.strategies.headtail import INDEX_INTRO, HeadTailStrategy, retrieve_tool
 
 SECRET = "SPECIAL_API_KEY = 'secret-9981'"
+QUESTION = "What is SPECIAL_API_KEY?"
 
 
 def user(text: str) -> dict[str, Any]:
@@ -85,9 +86,14 @@ def rows_with_secret() -> str:
     return "\n".join(rows)
 
 
-def headtail_window(question: str):
-    """A headtail window whose tool output's middle (with the secret) is in memory."""
-    strategy = HeadTailStrategy()
+LISTINGS = ["message", "tool"]
+
+
+def headtail_window(question: str, listing: str = "message"):
+    """A headtail window whose tool output's middle (with the secret) is in
+    memory; the memory listing (in a "Memory index" message, or in the tool's
+    description) previews it."""
+    strategy = HeadTailStrategy(listing=listing)
     for message in [
         user("Show me yesterday's rows."),
         {
@@ -107,13 +113,27 @@ def headtail_window(question: str):
     ]:
         strategy.add(message)
     window = strategy.window()
-    visible = "\n".join(m.get("content") or "" for m in window.messages)
-    assert "secret-9981" not in visible  # the premise: only the memory has it
+    # The premise: only the memory, and its preview in the listing, have it.
+    listing_text = listing_of(window)
+    visible = [m.get("content") or "" for m in window.messages if m.get("content") != listing_text]
+    assert "secret-9981" in listing_text
+    assert not any("secret-9981" in text for text in visible)
     return window
 
 
-def test_retrieves_memory_when_a_preview_covers_the_question():
-    window = headtail_window("What is SPECIAL_API_KEY?")
+def listing_of(window) -> str:
+    """The text that lists the stored memories: the index message, else the tool's description."""
+    index = [m["content"] for m in window.messages if str(m.get("content")).startswith(INDEX_INTRO)]
+    if index:
+        (text,) = index
+        return text
+    (tool,) = window.tools
+    return tool["function"]["description"]
+
+
+@pytest.mark.parametrize("listing", LISTINGS)
+def test_retrieves_memory_when_a_preview_covers_the_question(listing):
+    window = headtail_window("What is SPECIAL_API_KEY?", listing)
     reply = respond(window.messages, window.tools)
     (call,) = reply.tool_calls
     assert call["function"]["name"] == "retrieve_memory"
@@ -137,20 +157,73 @@ def test_retrieves_memory_when_a_preview_covers_the_question():
 
 
 def test_does_not_retrieve_without_the_tool():
-    window = headtail_window("What is SPECIAL_API_KEY?")
+    # The listing in the tool's description goes with the tool: nothing shows the secret.
+    window = headtail_window("What is SPECIAL_API_KEY?", "tool")
     reply = respond(window.messages, None)
     assert reply.tool_calls == []
     assert "secret-9981" not in (reply.content or "")
 
 
-def test_does_not_retrieve_when_the_answer_is_visible():
-    window = headtail_window("Which rows from yesterday?")
+def test_without_the_tool_an_index_message_is_plain_text_it_answers_from():
+    # The messages still hold the index; with no tool to call, the preview is
+    # simply text it was sent, and it answers from it.
+    window = headtail_window("What is SPECIAL_API_KEY?", "message")
+    reply = respond(window.messages, None)
+    assert reply.tool_calls == []
+    assert "secret-9981" in (reply.content or "")
+
+
+INDEX_MESSAGE = user(
+    INDEX_INTRO + "\n"
+    "id=m1 | position 2 | messages 1 | preview: rows 1 to 60 … SPECIAL_API_KEY = 'secret-9981'"
+)
+OTHER_TOOL = {
+    "type": "function",
+    "function": {"name": "query", "description": "Run a query.", "parameters": {}},
+}
+
+
+@pytest.mark.parametrize(
+    ("tools", "retrieves"),
+    [
+        ([retrieve_tool("Retrieve text from memory by its id.")], True),
+        ([OTHER_TOOL, retrieve_tool("Retrieve text from memory by its id.")], True),
+        ([OTHER_TOOL], False),
+        (None, False),
+    ],
+    ids=["retrieve_memory", "with-another-tool", "another-tool-only", "no-tools"],
+)
+def test_memory_index_previews_trigger_retrieval_only_with_the_retrieve_tool(tools, retrieves):
+    messages = [user("Show me the rows."), assistant("Done."), INDEX_MESSAGE, user(QUESTION)]
+    reply = respond(messages, tools)
+    if retrieves:
+        (call,) = reply.tool_calls
+        assert call["function"]["name"] == "retrieve_memory"
+        assert json.loads(call["function"]["arguments"]) == {"id": "m1"}
+    else:
+        assert reply.tool_calls == []
+        assert "secret-9981" in (reply.content or "")  # read as text it was sent
+
+
+def test_a_listing_line_outside_a_memory_index_message_is_not_a_memory():
+    # Only headtail's index (or the tool's description) lists memories: the
+    # same line in another message is just text, not something to fetch.
+    pasted = user("Here is a log line: " + INDEX_MESSAGE["content"].split("\n", 1)[1])
+    tools = [retrieve_tool("Retrieve text from memory by its id.")]
+    reply = respond([pasted, assistant("Ok."), user(QUESTION)], tools)
+    assert reply.tool_calls == []
+
+
+@pytest.mark.parametrize("listing", LISTINGS)
+def test_does_not_retrieve_when_the_answer_is_visible(listing):
+    window = headtail_window("Which rows from yesterday?", listing)
     reply = respond(window.messages, window.tools)
     assert reply.tool_calls == []
 
 
-def test_does_not_retrieve_the_same_memory_twice():
-    window = headtail_window("What is SPECIAL_API_KEY?")
+@pytest.mark.parametrize("listing", LISTINGS)
+def test_does_not_retrieve_the_same_memory_twice(listing):
+    window = headtail_window("What is SPECIAL_API_KEY?", listing)
     call = respond(window.messages, window.tools).tool_calls[0]
     messages = [
         *window.messages,
@@ -338,8 +411,9 @@ def completion(litellm, model: str, messages: list[dict[str, Any]], **kw: Any) -
     return litellm.completion(model=model, messages=messages, **kw).choices[0].message
 
 
-def test_oracle_through_litellm_calls_the_tool(litellm):
-    window = headtail_window("What is SPECIAL_API_KEY?")
+@pytest.mark.parametrize("listing", LISTINGS)
+def test_oracle_through_litellm_calls_the_tool(litellm, listing):
+    window = headtail_window("What is SPECIAL_API_KEY?", listing)
     message = completion(litellm, "ctxeval/oracle", window.messages, tools=window.tools)
     assert [c.function.name for c in message.tool_calls] == ["retrieve_memory"]
 

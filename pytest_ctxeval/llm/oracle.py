@@ -23,7 +23,8 @@ included) are all context it reads, as sentences.
   alike but for "accounts" where the question's "billing" stands).
   The latest statement is then the whole answer (no second sentence: the
   question words it lacks are the older statements' words).
-- Memory: a preview in the ``retrieve_memory`` listing is an excerpt.  When a
+- Memory: a preview in the ``retrieve_memory`` listing (in the tool's
+  description, or in a "Memory index" message) is an excerpt.  When a
   preview holds question words that the rest of the request does not cover,
   it calls ``retrieve_memory`` for that memory rather than answer from the
   excerpt; otherwise previews are read like any other visible text.
@@ -35,6 +36,13 @@ included) are all context it reads, as sentences.
   imperatives.
 
 Strategies differ under it only because of what they keep.
+
+Speed: what a text yields (its candidate sentences and their words, what a
+summary keeps of it) is worked out once per distinct text and reused by
+every later request that shows the same text: consecutive windows, and the
+strategy's request and the full-context one, share nearly all of it.  Only
+the question-specific scoring is per request, and it looks at question words
+only.  Answers are the same as working everything out afresh.
 """
 
 from __future__ import annotations
@@ -42,19 +50,23 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ..messages import content_text
 from .codegen import write_code
 from .request_text import message_texts, tool_texts
-from .text import idf_weights, sentences, terms
+from .text import sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
 SUMMARY_REQUEST = re.compile(r"^\s*(summari[sz]e|condense|compress)\b", re.IGNORECASE)
+# How a listing sent as a message begins (headtail's INDEX_INTRO).
+MEMORY_INDEX = "Memory index"
 _LISTING = re.compile(r"^id=(?P<id>\S+) \|.*?\| preview: (?P<preview>.*)$", re.MULTILINE)
 _MARKER = re.compile(r"\[… \d+ chars stored as memory \S+; call retrieve_memory\(id=\"\S+\"\) …\]")
 _TASK = re.compile(
@@ -68,6 +80,8 @@ NO_ANSWER = "I could not find that in our conversation."
 # share of the best score, and how many of its question words.
 SAME_QUESTION_SHARE = 1 / 4
 SAME_QUESTION_TERMS = 2
+# Distinct texts whose analysis is kept (a long session has a few thousand).
+ANALYSED_TEXTS = 20_000
 
 # Decides whether the model "attends" a candidate sentence (lost-in-middle);
 # arguments: relative position 0..1, a stable key for the random draw.
@@ -132,11 +146,7 @@ def summarise(messages: list[dict[str, Any]], max_sentences: int = 40) -> str:
         if message.get("role") == "system":
             continue
         for text in message_texts(message):
-            for sentence in sentences(text):
-                if SUMMARY_REQUEST.match(sentence) or _MARKER.search(sentence):
-                    continue
-                if _IDENTIFIER.search(sentence) or _INSTRUCTION.search(sentence):
-                    keep.append(sentence)
+            keep.extend(_summary_sentences(text))
     keep = list(dict.fromkeys(keep))
     if len(keep) > max_sentences:
         # Keep the earliest half (goals, constraints) and the latest half.
@@ -145,29 +155,68 @@ def summarise(messages: list[dict[str, Any]], max_sentences: int = 40) -> str:
     return "Summary of earlier conversation:\n" + "\n".join(f"- {s}" for s in keep)
 
 
+@lru_cache(maxsize=ANALYSED_TEXTS)
+def _summary_sentences(text: str) -> tuple[str, ...]:
+    """The sentences of ``text`` an extractive summary keeps."""
+    return tuple(
+        sentence
+        for sentence in sentences(text)
+        if not (SUMMARY_REQUEST.match(sentence) or _MARKER.search(sentence))
+        and (_IDENTIFIER.search(sentence) or _INSTRUCTION.search(sentence))
+    )
+
+
+@lru_cache(maxsize=ANALYSED_TEXTS)
+def _text_candidates(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The sentences of ``text`` that can answer something, with their words."""
+    out = []
+    for sentence in sentences(text):
+        if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
+            continue
+        sentence = _MARKER.sub(" ", sentence).strip()
+        found = frozenset(terms(sentence))
+        if found:
+            out.append((sentence, found))
+    return tuple(out)
+
+
+@lru_cache(maxsize=ANALYSED_TEXTS)
+def _plain_terms(sentence: str) -> tuple[str, ...]:
+    """A sentence's words in order, numbers left out (see _names_something_else)."""
+    return tuple(t for t in terms(sentence) if not any(ch.isdigit() for ch in t))
+
+
 def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[_Candidate]:
     out: list[_Candidate] = []
 
     def add(text: str, memory_id: str | None = None) -> None:
-        for sentence in sentences(text):
-            if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
-                continue
-            sentence = _MARKER.sub(" ", sentence).strip()
-            found = frozenset(terms(sentence))
-            if found:
-                out.append(_Candidate(sentence, found, len(out), memory_id))
+        for sentence, found in _text_candidates(text):
+            out.append(_Candidate(sentence, found, len(out), memory_id))
 
+    def add_listing(text: str) -> None:
+        for line in text.splitlines():
+            listed = _LISTING.match(line.strip())
+            if listed:
+                add(listed["preview"], memory_id=listed["id"])
+            else:
+                add(line)
+
+    can_retrieve = any(_is_retrieve_tool(tool) for tool in tools)
     for tool in tools:
         for text in tool_texts(tool):
-            for line in text.splitlines():
-                listed = _LISTING.match(line.strip()) if _is_retrieve_tool(tool) else None
-                if listed:
-                    add(listed["preview"], memory_id=listed["id"])
-                else:
+            if _is_retrieve_tool(tool):
+                add_listing(text)
+            else:
+                for line in text.splitlines():
                     add(line)
     for message in context:
         for text in message_texts(message):
-            add(text)
+            # A memory listing sent as a message (headtail's index) is read
+            # like one in the tool's description: its previews are excerpts.
+            if can_retrieve and text.startswith(MEMORY_INDEX):
+                add_listing(text)
+            else:
+                add(text)
     return out
 
 
@@ -193,20 +242,30 @@ def _best_sentences(
     plus a second one if it covers question terms the first one misses."""
     if not q_terms or not candidates:
         return []
-    idf = idf_weights(set(c.terms) for c in candidates)
+    # Only question words score, so only their document frequencies matter:
+    # the weights are idf_weights' over all candidates, for those words.
+    shared = [(c, q_terms & c.terms) for c in candidates]
+    shared = [(c, words) for c, words in shared if words]
+    df: dict[str, int] = {}
+    for _, words in shared:
+        for t in words:
+            df[t] = df.get(t, 0) + 1
+    n = len(candidates)
+    idf = {t: math.log(1 + n / count) for t, count in df.items()}
+    scores = {c.position: sum(idf.get(t, 0.0) for t in words) for c, words in shared}
 
     def score(c: _Candidate) -> float:
-        return sum(idf.get(t, 0.0) for t in q_terms & c.terms)
+        return scores.get(c.position, 0.0)
 
     # Ties go to the later sentence: the most recent statement of a fact wins.
-    ranked = sorted((c for c in candidates if score(c) > 0), key=lambda c: (-score(c), -c.position))
+    ranked = sorted((c for c, _ in shared if score(c) > 0), key=lambda c: (-score(c), -c.position))
     if attention is not None:
         last = max(len(candidates) - 1, 1)
         ranked = [c for c in ranked if attention(c.position / last, c.text)]
     if not ranked:
         return []
     top = ranked[0]
-    topic = _topic(top, q_terms, candidates)
+    topic = _topic(top, q_terms, df)
     same = [c for c in ranked[1:] if _same_question(top, c, q_terms, topic, score(c) / score(top))]
     best = max([top, *same], key=lambda c: c.position)
     if best is not top:
@@ -219,10 +278,11 @@ def _best_sentences(
     return [best] if second is None else [best, second]
 
 
-def _topic(top: _Candidate, q_terms: set[str], candidates: list[_Candidate]) -> set[str]:
-    """The best match's question words that the most sentences use."""
+def _topic(top: _Candidate, q_terms: set[str], df: dict[str, int]) -> set[str]:
+    """The best match's question words that the most sentences use (``df``:
+    how many sentences use each question word)."""
     asked = q_terms & top.terms
-    counts = {t: sum(1 for c in candidates if t in c.terms) for t in asked}
+    counts = {t: df.get(t, 0) for t in asked}
     most = max(counts.values(), default=0)
     return {t for t, n in counts.items() if n == most}
 
@@ -242,8 +302,7 @@ def _same_question(
 def _names_something_else(top: _Candidate, other: _Candidate, q_terms: set[str]) -> bool:
     """``other`` reads like ``top`` with other words where ``top`` has question
     words, numbers aside: the same statement about another thing."""
-    a = [t for t in terms(top.text) if not any(ch.isdigit() for ch in t)]
-    b = [t for t in terms(other.text) if not any(ch.isdigit() for ch in t)]
+    a, b = _plain_terms(top.text), _plain_terms(other.text)
     swapped = False
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":

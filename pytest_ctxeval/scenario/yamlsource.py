@@ -5,7 +5,16 @@ Loading is bounded (see limits.py): nesting depth, and the values and text a
 file amounts to once aliases and includes are expanded, are counted while the
 node tree is composed, so a "billion laughs" of nested aliases is refused
 before anything is expanded.  Timestamps are never constructed: ``2024-01-01``
-stays the string it looks like, and ``2001-13-45`` is not an error."""
+stays the string it looks like, and ``2001-13-45`` is not an error.
+
+libyaml's C parser turns the text into events (most of the time a load
+takes); composing the node tree from them stays in Python, so every bound
+above applies to both parsers alike.  A file the C path refuses, for any
+reason, is loaded again by the pure-Python loader: its error messages are the
+ones users see, and a file the C parser alone rejects still loads.  What
+libyaml alone would accept (a tab after a colon, a "?" in a flow collection's
+plain text) takes the pure-Python path too, so what loads never depends on
+how PyYAML was built."""
 
 from __future__ import annotations
 
@@ -15,6 +24,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.reader import Reader
+from yaml.resolver import Resolver
 
 from .errors import ScenarioError
 from .limits import Limits
@@ -39,6 +52,13 @@ class _Budget:
         self.paths: dict[tuple[Path, str], Path] = {}
         self.texts: dict[Path, str] = {}
 
+    def spent(self) -> tuple[int, int, int]:
+        return self.nodes, self.chars, self.includes
+
+    def refund(self, spent: tuple[int, int, int]) -> None:
+        """Back to ``spent`` (what a load abandoned half-way had counted)."""
+        self.nodes, self.chars, self.includes = spent
+
 
 class _WholeFileProblem(Exception):
     """A limit of the file as a whole (its size, depth or includes), or an
@@ -51,8 +71,9 @@ class _WholeFileProblem(Exception):
         self.message, self.display, self.mark = message, display, mark
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader without timestamps, with bounded composition and ``!include``."""
+class _Bounded:
+    """Bounded composition and ``!include``, over whichever parser gives the
+    events; construction that reports what it cannot read with a position."""
 
     # Set by parse_yaml before anything is composed.
     budget: _Budget
@@ -62,33 +83,23 @@ class _Loader(yaml.SafeLoader):
     chain: tuple[Path, ...]  # the files being loaded, outermost first (for cycles)
     level: int  # 0 for the file being loaded, 1 for a file it includes, ...
     depth_offset: int  # nesting of the ``!include`` that loads this file
+    # From the parser and composer classes this is mixed with.
+    check_event: Any
+    peek_event: Any
+    construct_scalar: Any
 
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
+    def _start_counting(self) -> None:
         # (values, characters) once expanded, per open collection ...
         self._open: list[list[int]] = []
         # ... and per anchored node (what an alias to it costs).
         self._sizes: dict[int, tuple[int, int]] = {}
         self._included: dict[int, Any] = {}
 
-    # -- scanning: refuse deep flow nesting early ----------------------------------------
-
-    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803
-        # The scanner looks ahead past every "[" or "{" (each may start a
-        # key) at a cost that grows with the nesting: thousands of "[" would
-        # take seconds before the composer saw the first of them.
-        depth = self.depth_offset + self.flow_level + 1
-        limits = self.budget.limits
-        if depth > limits.yaml_depth:
-            found = f"lists and mappings nested more than {limits.yaml_depth:,} deep"
-            self._whole_file(self.get_mark(), limits.exceeded("yaml_depth", found + self._through))
-        super().fetch_flow_collection_start(TokenClass)
-
     # -- composition: count, bound, and load includes ------------------------------------
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            mark = self.peek_event().start_mark
             node = self._compose(parent, index)
             if id(node) not in self._sizes:
                 # Anchors are registered before their children are composed.
@@ -97,7 +108,7 @@ class _Loader(yaml.SafeLoader):
                 )
             self._spend(*self._sizes[id(node)], mark)
             return node
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()
         mark = event.start_mark
         if isinstance(event, yaml.ScalarEvent):
             node = self._compose(parent, index)
@@ -125,7 +136,7 @@ class _Loader(yaml.SafeLoader):
         return " (counting the files that include this one)" if self.depth_offset else ""
 
     def _compose(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        node = super().compose_node(parent, index)
+        node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[misc]
         assert node is not None  # an event is pending, so a node comes of it
         return node
 
@@ -220,7 +231,7 @@ class _Loader(yaml.SafeLoader):
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
-            return super().construct_object(node, deep=deep)
+            return super().construct_object(node, deep=deep)  # type: ignore[misc]
         except yaml.YAMLError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -235,6 +246,81 @@ class _Loader(yaml.SafeLoader):
             ) from None
 
 
+class _Loader(_Bounded, yaml.SafeLoader):
+    """The pure-Python loader: SafeLoader without timestamps, bounded."""
+
+    def __init__(self, text: str) -> None:
+        yaml.SafeLoader.__init__(self, text)  # checks for characters YAML does not allow
+        self._start_counting()
+
+    # -- scanning: refuse deep flow nesting early ----------------------------------------
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:  # noqa: N803
+        # The scanner looks ahead past every "[" or "{" (each may start a
+        # key) at a cost that grows with the nesting: thousands of "[" would
+        # take seconds before the composer saw the first of them.
+        depth = self.depth_offset + self.flow_level + 1
+        limits = self.budget.limits
+        if depth > limits.yaml_depth:
+            found = f"lists and mappings nested more than {limits.yaml_depth:,} deep"
+            self._whole_file(self.get_mark(), limits.exceeded("yaml_depth", found + self._through))
+        super().fetch_flow_collection_start(TokenClass)
+
+
+CParser: Any
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml: the pure-Python loader alone
+    CParser = None
+
+
+if CParser is not None:
+
+    class _CLoader(_Bounded, Composer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """libyaml's events, composed and constructed as ``_Loader`` does.
+        Composer comes before CParser so that composition runs the bounded
+        Python composer, not libyaml's own."""
+
+        def __init__(self, text: str) -> None:
+            CParser.__init__(self, text)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self._start_counting()
+            self._flow_depth = 0
+
+        def dispose(self) -> None:
+            pass
+
+        # libyaml reads "[a?, b]" and "{q: why?}" as plain text that PyYAML
+        # refuses (in a flow collection a "?" ends its plain scalar): such a
+        # file takes the pure-Python path, which refuses it as it always did.
+
+        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+            event = self.peek_event()
+            if self._flow_depth and not event.style and "?" in event.value:  # plain
+                raise _ReadDifferently(event.start_mark)
+            return super().compose_scalar_node(anchor)
+
+        def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+            return self._in_flow(super().compose_sequence_node, anchor)  # type: ignore[no-any-return]
+
+        def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+            return self._in_flow(super().compose_mapping_node, anchor)  # type: ignore[no-any-return]
+
+        def _in_flow(self, compose: Any, anchor: Any) -> Any:
+            flow = bool(self.peek_event().flow_style)
+            self._flow_depth += flow
+            try:
+                return compose(anchor)
+            finally:
+                self._flow_depth -= flow
+
+
+class _ReadDifferently(Exception):
+    """Text libyaml would read where the pure-Python parser does not."""
+
+
 _EXPANDED = " (aliases and includes expanded)"
 
 
@@ -242,7 +328,7 @@ def _include(loader: _Loader, node: yaml.Node) -> Any:
     if id(node) in loader._included:
         return loader._included[id(node)]
     # Only a scalar is loaded while composing; this says what else was found.
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
+    return loader.construct_scalar(node)
 
 
 def _bounded_int(loader: _Loader, node: yaml.Node) -> Any:
@@ -260,16 +346,18 @@ def _bounded_int(loader: _Loader, node: yaml.Node) -> Any:
 
 
 def _timestamp_as_text(loader: _Loader, node: yaml.Node) -> Any:
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
+    return loader.construct_scalar(node)
 
 
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_constructor(_INCLUDE, _include)
-_Loader.add_constructor(_INT, _bounded_int)
-_Loader.add_constructor(_TIMESTAMP, _timestamp_as_text)
+_LOADERS: list[Any] = [_Loader] if CParser is None else [_Loader, _CLoader]
+for _loader_class in _LOADERS:
+    _loader_class.yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+    _loader_class.add_constructor(_INCLUDE, _include)
+    _loader_class.add_constructor(_INT, _bounded_int)
+    _loader_class.add_constructor(_TIMESTAMP, _timestamp_as_text)
 
 
 def parse_yaml(
@@ -288,21 +376,15 @@ def parse_yaml(
     ``chain`` holds the file itself when it is read from one (for include
     cycles); ``budget`` is shared with the files it includes."""
     budget = budget or _Budget(limits or Limits.from_env())
-    loader: _Loader | None = None
+    context = (display, base_dir, root, budget, chain, level, depth_offset)
+    if use_c_parser and CParser is not None and _c_parser_reads_alike(text):
+        spent = budget.spent()
+        try:
+            return _load(_CLoader, text, *context)
+        except Exception:  # noqa: BLE001 - the pure-Python loader says what is wrong
+            budget.refund(spent)
     try:
-        loader = _Loader(text)  # checks for characters YAML does not allow
-        loader.budget, loader.base_dir, loader.root, loader.display = (
-            budget,
-            base_dir,
-            root.resolve(),
-            display,
-        )
-        loader.chain, loader.level, loader.depth_offset = chain, level, depth_offset
-        node = loader.get_single_node()
-        if node is None:
-            raise ScenarioError.at(display, 1, 1, "empty file: expected a scenario mapping")
-        _reject_duplicate_keys(node, display)
-        data = loader.construct_document(node)
+        return _load(_Loader, text, *context)
     except _WholeFileProblem as exc:
         if level:
             raise  # reported at the include line of the file being loaded
@@ -321,6 +403,47 @@ def parse_yaml(
     except RecursionError:
         # Not expected within the depth limit; never a traceback all the same.
         raise ScenarioError.at(display, 1, 1, "invalid YAML: nested too deeply to read") from None
+
+
+# Whether parse_yaml tries libyaml's parser first (tests compare the two paths).
+use_c_parser = True
+
+
+def _c_parser_reads_alike(text: str) -> bool:
+    """Whether libyaml reads ``text`` as the pure-Python parser does.  It is
+    laxer with tabs ("a:<TAB>b" loads) and with some characters the Python
+    reader refuses; such files take the Python path, so that what loads and
+    what is refused does not depend on how PyYAML was built."""
+    return "\t" not in text and not Reader.NON_PRINTABLE.search(text)
+
+
+def _load(
+    loader_class: Any,
+    text: str,
+    display: str,
+    base_dir: Path,
+    root: Path,
+    budget: _Budget,
+    chain: tuple[Path, ...],
+    level: int,
+    depth_offset: int,
+) -> tuple[yaml.Node, Any]:
+    """One attempt at the document with one loader class; its errors raw."""
+    loader: Any = None
+    try:
+        loader = loader_class(text)
+        loader.budget, loader.base_dir, loader.root, loader.display = (
+            budget,
+            base_dir,
+            root.resolve(),
+            display,
+        )
+        loader.chain, loader.level, loader.depth_offset = chain, level, depth_offset
+        node = loader.get_single_node()
+        if node is None:
+            raise ScenarioError.at(display, 1, 1, "empty file: expected a scenario mapping")
+        _reject_duplicate_keys(node, display)
+        data = loader.construct_document(node)
     finally:
         if loader is not None:
             loader.dispose()

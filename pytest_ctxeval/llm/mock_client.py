@@ -1,0 +1,109 @@
+"""The client of the mock models (``ctxeval/...``): the same answers, usage and
+records as a call through litellm's custom provider, without importing
+litellm (seconds of start-up in every process, and per-call overhead that
+dwarfs the mock's own work).
+
+The mocks never use cassettes, retries or deadlines (they answer at once
+and cannot fail transiently), so all that is left of a call is: ask each
+distinct request once, answer it, count its tokens, bound the text exactly
+as a live answer is bounded."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .cassettes import CallContext, build_request, request_hash, response_problem
+from .client import (
+    _CALLS_LOCK,
+    Completion,
+    ModelClient,
+    ModelError,
+    _Asked,
+    _bounded,
+    _bounded_call,
+)
+from .providers import PROVIDER, MockModelError, _reply_for
+from .tokens import count_text_tokens, window_tokens
+
+MOCK_PREFIX = f"{PROVIDER}/"
+# What the custom provider adds to a reply's completion tokens when it calls a tool.
+TOOL_CALL_TOKENS = 8
+
+
+def is_mock_model(model: str) -> bool:
+    return model.startswith(MOCK_PREFIX)
+
+
+@dataclass
+class MockModelClient(ModelClient):
+    """A ModelClient for ``ctxeval/...`` models that answers in-process."""
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        context: CallContext | None = None,
+        response_format: dict[str, Any] | None = None,
+        seed: int | None = None,
+    ) -> Completion:
+        # The same request key as ModelClient.complete: identical requests
+        # (the `full` strategy's and the ground truth's) share one answer.
+        params: dict[str, Any] = {"temperature": self.temperature}
+        if response_format:
+            params["response_format"] = response_format
+        if seed is not None:
+            params["seed"] = seed
+        key = request_hash(build_request(self.model, messages, tools or None, params))
+        with self._asked_lock:
+            asked = self._asked.setdefault(key, _Asked())
+        with asked.lock:
+            if asked.completion is None:
+                asked.completion = self._answer(messages, tools or [], response_format, seed)
+            return asked.completion
+
+    def _answer(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        response_format: dict[str, Any] | None,
+        seed: int | None,
+    ) -> Completion:
+        started = time.perf_counter()
+        with _CALLS_LOCK:
+            self.calls += 1
+        if not isinstance(messages, list) or not messages:
+            raise ModelError(
+                "MockModelError: the mock models expect a non-empty list of chat messages"
+            )
+        try:
+            reply = _reply_for(
+                self.model.removeprefix(MOCK_PREFIX), messages, tools, response_format, seed
+            )
+        except MockModelError as exc:
+            raise ModelError(f"MockModelError: {exc}") from None
+        calls = [_bounded_call(call) for call in reply.tool_calls]
+        finish_reason = "tool_calls" if reply.tool_calls else "stop"
+        problem = response_problem(
+            {"content": reply.content, "tool_calls": calls, "finish_reason": finish_reason}
+        )
+        if problem is not None:
+            raise ModelError(f"malformed response from {self.model}: {problem}")
+        completion_tokens = count_text_tokens(reply.content or "")
+        return Completion(
+            content=_bounded(reply.content),
+            tool_calls=calls,
+            prompt_tokens=window_tokens(messages, tools),
+            completion_tokens=completion_tokens + (TOOL_CALL_TOKENS if reply.tool_calls else 0),
+            cost_usd=0.0,
+            latency_s=time.perf_counter() - started,
+            finish_reason=finish_reason,
+        )
+
+
+def model_client(model: str, **settings: Any) -> ModelClient:
+    """The client for ``model``: in-process for the mocks, litellm otherwise."""
+    kind = MockModelClient if is_mock_model(model) else ModelClient
+    return kind(model, **settings)
