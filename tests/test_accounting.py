@@ -11,7 +11,12 @@ from pytest_ctxeval.llm.client import ModelClient
 from pytest_ctxeval.scenario.build import Conversation
 from pytest_ctxeval.scenario.schema import Scenario
 from pytest_ctxeval.strategies.full import FullStrategy
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy, retrieve_tool
+from pytest_ctxeval.strategies.headtail import (
+    INDEX_INTRO,
+    STABLE_TOOL_INTRO,
+    HeadTailStrategy,
+    retrieve_tool,
+)
 from pytest_ctxeval.strategies.sliding import SlidingStrategy
 
 
@@ -127,7 +132,8 @@ def test_the_meter_counts_tools_into_the_prefix_only_while_they_stay_the_same() 
     )
 
 
-def test_the_trace_keeps_the_last_requests_tools() -> None:
+@pytest.mark.parametrize("listing", ["message", "tool"])
+def test_the_trace_keeps_the_last_requests_tools(listing: str) -> None:
     bulky = "\n".join(f"row {i}: status ok" for i in range(40))
     conv = conversation(1, 10, 5)
     conv.messages[1:1] = [
@@ -135,8 +141,17 @@ def test_the_trace_keeps_the_last_requests_tools() -> None:
         {"role": "assistant", "content": bulky},
     ]
     trace = simulate(
-        conv, HeadTailStrategy(), client=ModelClient("ctxeval/oracle"), model="ctxeval/oracle"
+        conv,
+        HeadTailStrategy(listing=listing),
+        client=ModelClient("ctxeval/oracle"),
+        model="ctxeval/oracle",
     )
     (tool,) = trace.last_tools
     assert tool["function"]["name"] == "retrieve_memory"
-    assert "row" in tool["function"]["description"]  # the stored middle's preview
+    if listing == "tool":
+        assert "row" in tool["function"]["description"]  # the stored middle's preview
+    else:
+        # The definition never lists memories; the last window's index message does.
+        assert tool == retrieve_tool(STABLE_TOOL_INTRO)
+        (index,) = [m for m in trace.last_window if str(m["content"]).startswith(INDEX_INTRO)]
+        assert "id=m1 |" in index["content"] and "row" in index["content"]

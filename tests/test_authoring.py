@@ -32,7 +32,7 @@ from pytest_ctxeval.scenario.loader import load_conversations, parse_conversatio
 from pytest_ctxeval.scenario.schema import Expectation, PythonCheck
 from pytest_ctxeval.strategies.base import BaseStrategy, Window
 from pytest_ctxeval.strategies.full import FullStrategy
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.headtail import INDEX_INTRO, HeadTailStrategy
 from pytest_ctxeval.strategies.sliding import SlidingStrategy
 
 MODEL = "ctxeval/oracle"
@@ -494,13 +494,23 @@ def test_full_remembers_every_chat():
     assert "My daughter Leona is allergic to peanuts." in contents(window.messages)
 
 
-def test_headtail_keeps_the_earlier_chat_as_one_retrievable_memory():
-    window = after_chats(HeadTailStrategy())
-    text = "\n".join(contents(window.messages))
-    assert "Leona" not in text
+@pytest.mark.parametrize("listing", ["message", "tool"])
+def test_headtail_keeps_the_earlier_chat_as_one_retrievable_memory(listing: str):
+    window = after_chats(HeadTailStrategy(listing=listing))
+    texts = contents(window.messages)
+    # The listing (the tool's description, or the index message just before
+    # the current one) previews the earlier chat; no other message shows it.
+    if listing == "message":
+        assert texts[-2].startswith(INDEX_INTRO)
+        listed, texts = texts[-2], texts[:-2] + texts[-1:]
+    else:
+        listed = window.tools[0]["function"]["description"]
+    assert texts == ["You are a personal assistant.", "Hi again.", "Welcome back!"]
+    assert "Leona" in listed
     (tool,) = window.tools
-    listing = re.findall(r"^id=(\S+) .*\| messages (\d+) \|", tool["function"]["description"], re.M)
-    assert listing == [("m1", "2")]
+    assert tool["function"]["name"] == "retrieve_memory"
+    listing_lines = re.findall(r"^id=(\S+) .*\| messages (\d+) \|", listed, re.M)
+    assert listing_lines == [("m1", "2")]
     assert window.tool_handler is not None
     assert window.tool_handler("retrieve_memory", {"id": "m1"}) == (
         "user: My daughter Leona is allergic to peanuts.\nassistant: Noted, no peanuts."

@@ -81,7 +81,8 @@ def test_repeated_texts_are_matched_in_order():
     }
 
 
-def test_headtail_cut_is_shortened_with_its_memory_and_the_tool_listing():
+def headtail_cut_trace(listing: str) -> tuple[list[dict[str, Any]], Any]:
+    """The trace of a headtail window that cut the middle of a bulky reply."""
     rows = "\n".join(f'{{"seq": {i}, "status": "ok"}}' for i in range(60))
     session = [
         SYSTEM,
@@ -89,18 +90,53 @@ def test_headtail_cut_is_shortened_with_its_memory_and_the_tool_listing():
         {"role": "assistant", "content": rows},
         {"role": "user", "content": "What was deployment 31?"},
     ]
-    strategy = HeadTailStrategy(head=40, tail=40)
+    strategy = HeadTailStrategy(head=40, tail=40, listing=listing)
     for message in session:
         strategy.add(message)
     window = strategy.window()
     parts = trace(session, window.messages, window.tools)
-    assert marks(parts) == ["tools", "kept", "kept", "shortened", "kept"]
-    cut = parts[3]
+    cut = [p for p in parts if p["mark"] == "shortened"][0]
     assert cut["n"] == 2 and cut["memory"] == ["m1"]
     assert cut["tokens"] < cut["original_tokens"] == message_tokens(session[2])
     assert "stored as memory m1" in cut["text"]
     assert parts[0]["text"].startswith("retrieve_memory: ")
     assert parts[0]["tokens"] == tools_tokens(window.tools)
+    return parts, window
+
+
+def test_headtail_cut_is_shortened_with_its_memory_and_the_tool_listing():
+    parts, _ = headtail_cut_trace("tool")
+    assert marks(parts) == ["tools", "kept", "kept", "shortened", "kept"]
+    assert "id=m1 | position 3" in parts[0]["text"]
+
+
+def test_headtail_memory_index_message_is_text_it_wrote_naming_the_memories():
+    parts, window = headtail_cut_trace("message")
+    assert marks(parts) == ["tools", "kept", "kept", "shortened", "summary", "kept"]
+    assert "id=m1" not in parts[0]["text"]  # the tool lists nothing
+    index = parts[4]
+    assert index["role"] == "user" and index["memory"] == ["m1"]
+    assert index["text"].startswith("Memory index (call retrieve_memory")
+    assert "from" not in index and "n" not in index
+    assert index["tokens"] == message_tokens(window.messages[-2])
+
+
+def test_a_memory_index_never_stands_for_a_message_it_previews():
+    # The earlier chat's transcript is one memory; its preview ends like the
+    # earlier chat's last message, which is dropped, not "built on".
+    earlier = {"role": "user", "content": "Remember that the staging port is 5433 for good."}
+    session = [SYSTEM, earlier, QUESTION]
+    strategy = HeadTailStrategy()
+    strategy.add(SYSTEM)
+    strategy.add(earlier)
+    strategy.end_session()
+    strategy.add(QUESTION)
+    window = strategy.window()
+    assert window.messages[-2]["content"].endswith(earlier["content"])  # the premise
+    parts = trace(session, window.messages, window.tools)
+    assert marks(parts) == ["tools", "kept", "summary", "dropped", "kept"]
+    assert parts[2]["memory"] == ["m1"] and "from" not in parts[2]
+    assert (parts[3]["from"], parts[3]["to"]) == (1, 1)
 
 
 def test_a_replaced_tool_output_is_pruned_and_a_cut_message_shortened():

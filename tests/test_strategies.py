@@ -14,7 +14,12 @@ import pytest
 
 from pytest_ctxeval.strategies.base import BaseStrategy, ContextStrategy, Message
 from pytest_ctxeval.strategies.full import FullStrategy
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.headtail import (
+    INDEX_INTRO,
+    STABLE_TOOL_INTRO,
+    HeadTailStrategy,
+    retrieve_tool,
+)
 from pytest_ctxeval.strategies.memory_store import MemoryEntry, MemoryStore, make_preview
 from pytest_ctxeval.strategies.registry import (
     StrategyNameClashError,
@@ -200,9 +205,22 @@ MARKER = re.compile(
 )
 
 
+def without_index(messages: list[Message]) -> list[Message]:
+    """The window's messages but headtail's memory index, which must sit just
+    before the current exchange (here: the current message)."""
+    index = [i for i, m in enumerate(messages) if str(m.get("content")).startswith(INDEX_INTRO)]
+    assert index == [len(messages) - 2], "one memory index, just before the current message"
+    assert messages[index[0]]["role"] == "user"
+    return [m for i, m in enumerate(messages) if i not in index]
+
+
+# SESSION with the second query asked for another day: no repeated call to clean up.
+DISTINCT = [*SESSION[:8], tool_call("call_2", arguments='{"day": "today"}'), *SESSION[9:]]
+
+
 def test_headtail_keeps_head_and_tail_and_marks_the_stored_middle() -> None:
     window = fed(HeadTailStrategy(head=100, tail=100)).window()
-    content = window.messages[9]["content"]
+    (content,) = [m["content"] for m in window.messages if m.get("tool_call_id") == "call_2"]
     middle = SECOND_DUMP[100:-100]
     assert content == (
         SECOND_DUMP[:100]
@@ -215,11 +233,11 @@ def test_headtail_keeps_head_and_tail_and_marks_the_stored_middle() -> None:
 
 def test_headtail_never_touches_the_system_prompt_or_the_current_message() -> None:
     assert len(SYSTEM) > 200 and len(CURRENT) > 200
-    messages = fed(HeadTailStrategy(head=50, tail=50)).window().messages
-    assert messages[0] == SESSION[0]
-    assert messages[-1] == SESSION[-1]
+    messages = without_index(fed(HeadTailStrategy(head=50, tail=50), DISTINCT).window().messages)
+    assert messages[0] == DISTINCT[0]
+    assert messages[-1] == DISTINCT[-1]
     # Only the two dumps change; short messages are untouched and pairs stay intact.
-    changed = [i for i, (m, s) in enumerate(zip(messages, SESSION, strict=True)) if m != s]
+    changed = [i for i, (m, s) in enumerate(zip(messages, DISTINCT, strict=True)) if m != s]
     assert changed == [3, 9]
     assert_tool_pairs_intact(messages)
 
@@ -238,8 +256,8 @@ def test_headtail_tool_errors_name_the_known_ids() -> None:
         assert reply.startswith("error: ") and "m1" in reply
 
 
-def test_headtail_lists_each_memory_in_the_exact_format() -> None:
-    window = fed(HeadTailStrategy(head=100, tail=100)).window()
+def test_headtail_lists_each_memory_in_the_exact_format_in_the_tool_description() -> None:
+    window = fed(HeadTailStrategy(head=100, tail=100, listing="tool")).window()
     preview = make_preview(SECOND_DUMP[100:-100])
     assert window.tools == [
         {
@@ -257,22 +275,94 @@ def test_headtail_lists_each_memory_in_the_exact_format() -> None:
             },
         }
     ]
+    assert not any(str(m.get("content")).startswith(INDEX_INTRO) for m in window.messages)
 
 
-def test_headtail_collapses_repeated_identical_tool_calls() -> None:
+def test_headtail_lists_each_memory_in_the_exact_format_in_an_index_message() -> None:
+    window = fed(HeadTailStrategy(head=100, tail=100)).window()
+    preview = make_preview(SECOND_DUMP[100:-100])
+    assert window.messages[-2] == {
+        "role": "user",
+        "content": "Memory index (call retrieve_memory with an id to read one):"
+        f"\nid=m1 | position 10 | messages 1 | preview: {preview}",
+    }
+    assert window.messages[-1] == SESSION[-1]
+    assert window.tools == [
+        {
+            "type": "function",
+            "function": {
+                "name": "retrieve_memory",
+                "description": "Retrieve text that was moved out of the conversation into memory,"
+                ' by its id (m1, m2, …). The latest "Memory index" message lists the stored'
+                " memories.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": "memory id, e.g. m1"}},
+                    "required": ["id"],
+                },
+            },
+        }
+    ]
+
+
+def test_headtail_drops_the_earlier_call_and_result_of_a_repeated_tool_call() -> None:
     messages = fed(HeadTailStrategy()).window().messages
-    assert messages[3]["content"] == (
-        "[superseded by a later call of query_spans with the same arguments]"
-    )
-    assert messages[2] == SESSION[2]  # the call stays, so the pair stays intact
-    assert MARKER.search(messages[9]["content"])  # the latest result is kept (shortened)
+    # The first query_spans call and its result are gone; the newest pair stays.
+    assert messages == [SESSION[0], SESSION[1], *messages[2:]]
+    assert messages[2:4] == SESSION[4:6]
+    assert [m.get("tool_call_id") for m in messages if m["role"] == "tool"] == ["call_2"]
+    assert [c["id"] for m in messages for c in m.get("tool_calls") or []] == ["call_2"]
+    assert_tool_pairs_intact(messages)
+
+
+def test_headtail_a_repeated_call_in_one_message_with_another_keeps_the_other() -> None:
+    both = {
+        **tool_call("call_1"),
+        "tool_calls": [
+            tool_call("call_1")["tool_calls"][0],
+            tool_call("call_x", name="read_file", arguments="{}")["tool_calls"][0],
+        ],
+    }
+    session = [
+        *SESSION[:2],
+        both,
+        tool_result("call_1", "old rows"),
+        tool_result("call_x", "file text", name="read_file"),
+        *SESSION[4:],
+    ]
+    messages = fed(HeadTailStrategy(), session).window().messages
+    assert messages[2]["tool_calls"] == [both["tool_calls"][1]]
+    assert messages[3]["tool_call_id"] == "call_x"
+    assert "old rows" not in json.dumps(messages)
+    assert_tool_pairs_intact(messages)
+
+
+def test_headtail_calls_with_reordered_json_arguments_are_one_call() -> None:
+    reordered = tool_call("call_2", arguments='{ "day" : "yesterday" }')
+    session = [*SESSION[:8], reordered, *SESSION[9:]]
+    messages = fed(HeadTailStrategy(), session).window().messages
+    assert [m.get("tool_call_id") for m in messages if m["role"] == "tool"] == ["call_2"]
 
 
 def test_headtail_keeps_results_of_calls_with_different_arguments() -> None:
-    session = [*SESSION[:8], tool_call("call_2", arguments='{"day": "today"}'), *SESSION[9:]]
-    messages = fed(HeadTailStrategy(), session).window().messages
-    assert "superseded" not in messages[3]["content"]
+    messages = fed(HeadTailStrategy(), DISTINCT).window().messages
     assert MARKER.search(messages[3]["content"])
+    assert [m.get("tool_call_id") for m in messages if m["role"] == "tool"] == [
+        "call_1",
+        "call_2",
+    ]
+
+
+def test_headtail_leaves_out_a_repeated_message_but_never_the_current_one() -> None:
+    again = {"role": "assistant", "content": "Nothing unusual."}
+    session = [*DISTINCT[:7], again, *DISTINCT[7:]]
+    messages = without_index(fed(HeadTailStrategy(), session).window().messages)
+    assert [m["content"] for m in messages].count("Nothing unusual.") == 1
+    assert len(messages) == len(DISTINCT)
+    # The current message goes in even when it repeats an earlier one.
+    repeated = [*DISTINCT, {"role": "assistant", "content": "ok"}, DISTINCT[5]]
+    shown = without_index(fed(HeadTailStrategy(), repeated).window().messages)
+    assert shown[-1] == DISTINCT[5] and shown[5] == DISTINCT[5]
 
 
 def test_headtail_offers_no_tool_while_nothing_is_stored() -> None:
@@ -381,7 +471,7 @@ def test_every_built_in_follows_the_protocol(strategy: BaseStrategy) -> None:
 
 
 def test_headtail_tool_definition_is_stable_between_requests_and_bounded() -> None:
-    strategy = HeadTailStrategy(head=10, tail=10, max_listed=3)
+    strategy = HeadTailStrategy(head=10, tail=10, max_listed=3, listing="tool")
     strategy.add({"role": "user", "content": "x" * 100})
     strategy.add({"role": "assistant", "content": "y" * 100})
     strategy.add({"role": "user", "content": "next"})
@@ -399,12 +489,38 @@ def test_headtail_tool_definition_is_stable_between_requests_and_bounded() -> No
     assert strategy.tool_handler("retrieve_memory", {"id": "m1"}) == "x" * 80  # still retrievable
 
 
+def test_headtail_by_default_the_tool_never_changes_and_the_index_is_bounded() -> None:
+    strategy = HeadTailStrategy(head=10, tail=10, max_listed=3)
+    strategy.add({"role": "user", "content": "x" * 100})
+    strategy.add({"role": "assistant", "content": "y" * 100})
+    strategy.add({"role": "user", "content": "next"})
+    offered = [strategy.window().tools]
+    for i in range(6):
+        strategy.add({"role": "assistant", "content": f"{i}" * 100})
+        strategy.add({"role": "user", "content": "more"})
+        offered.append(strategy.window().tools)
+    # Memories were added on every request, yet the definition is byte-identical.
+    assert offered == [[retrieve_tool(STABLE_TOOL_INTRO)]] * 7
+    window = strategy.window()
+    index = window.messages[-2]["content"]
+    assert index.startswith(INDEX_INTRO)
+    assert index.count("\nid=m") == 3  # only the newest three are listed
+    assert "(5 older memories, m1 to m5, are not listed" in index
+    assert "id=m8 |" in index and "id=m5 |" not in index
+    assert strategy.tool_handler("retrieve_memory", {"id": "m1"}) == "x" * 80  # still retrievable
+
+
 # --- registry: a module:Class strategy keeps its own name -----------------------------
 
 CUSTOM_MODULE = "ctxeval_custom_strategies"
 CUSTOM_STRATEGIES = """
 from pytest_ctxeval.strategies.base import BaseStrategy, Window
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.headtail import (
+    INDEX_INTRO,
+    STABLE_TOOL_INTRO,
+    HeadTailStrategy,
+    retrieve_tool,
+)
 
 
 class WiderHeadTail(HeadTailStrategy):

@@ -137,7 +137,7 @@ def test_truncate_in_tokens_keeps_the_first_max_tokens_tokens() -> None:
 
 
 def test_truncate_rejects_an_unknown_unit() -> None:
-    with pytest.raises(ValueError, match="unit must be one of chars, tokens, got 'lines'"):
+    with pytest.raises(ValueError, match="unit must be one of chars, tokens, items, got 'lines'"):
         TruncateStrategy(unit="lines")
 
 

@@ -12,7 +12,7 @@ from inline_scenarios import parse_inline
 from pytest_ctxeval.evaluate.survival import fact_survival
 from pytest_ctxeval.scenario.build import Fact
 from pytest_ctxeval.strategies.base import Window
-from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+from pytest_ctxeval.strategies.headtail import INDEX_INTRO, HeadTailStrategy
 
 PORT = Fact("port", "needle", "STAGING_PORT = 5433", answers=("5433",))
 PROBE = {"role": "user", "content": "Which port does staging use?"}
@@ -70,18 +70,41 @@ def test_a_fact_in_a_tool_definition_is_visible():
     assert state(PORT, user("Deploy it.")) == "gone"
 
 
-def test_a_needle_shown_in_a_memory_preview_is_verbatim_not_in_store():
+def preview_window(listing: str) -> Window:
+    """A headtail window whose stored middle holds the secret row."""
     rows = "\n".join(json.dumps({"row": i, "status": "ok"}) for i in range(60)).splitlines()
     rows.insert(30, "SPECIAL_API_KEY = 'secret-9981'")
-    strategy = HeadTailStrategy()
+    strategy = HeadTailStrategy(listing=listing)
     for message in [user("Dump the rows."), user("\n".join(rows)), user("Thanks."), PROBE]:
         strategy.add(message)
-    window = strategy.window()
-    key = Fact("key", "needle", "SPECIAL_API_KEY = 'secret-9981'", answers=("secret-9981",))
+    return strategy.window()
+
+
+KEY = Fact("key", "needle", "SPECIAL_API_KEY = 'secret-9981'", answers=("secret-9981",))
+
+
+def test_a_needle_shown_in_a_memory_preview_is_verbatim_not_in_store():
+    window = preview_window("tool")
     # The premise: the messages lack it, the retrieve_memory listing previews it.
     assert all("secret-9981" not in (m.get("content") or "") for m in window.messages)
     assert "secret-9981" in window.tools[0]["function"]["description"]
-    assert fact_survival([key], window) == {"key": "verbatim"}
+    assert fact_survival([KEY], window) == {"key": "verbatim"}
+
+
+def test_a_needle_shown_in_the_memory_index_message_is_verbatim_not_in_store():
+    window = preview_window("message")
+    # The premise: only the memory index previews it; the tool does not.
+    (index,) = [m for m in window.messages if "secret-9981" in (m.get("content") or "")]
+    assert index["content"].startswith(INDEX_INTRO)
+    assert "secret-9981" not in json.dumps(window.tools)
+    assert fact_survival([KEY], window) == {"key": "verbatim"}
+    # Without the index the needle is only in the store.
+    rest = Window(
+        messages=[m for m in window.messages if m is not index],
+        tools=window.tools,
+        retrievable=window.retrievable,
+    )
+    assert fact_survival([KEY], rest) == {"key": "in_store"}
 
 
 # -- the probe question is not the fact ---------------------------------------------------------

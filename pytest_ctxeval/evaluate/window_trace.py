@@ -9,10 +9,12 @@ system prompt, every message of every chat, then the probe question):
 - ``pruned``: a tool output replaced (pruned, answered by a sub-agent, masked,
   cut to fit a budget);
 - ``summary``: text the strategy wrote (a summary, a working memory, retrieved
-  excerpts, a system prompt it rebuilt: ``from`` names the message it started from);
+  excerpts, a system prompt it rebuilt: ``from`` names the message it started from;
+  ``headtail``'s memory index message: ``memory`` names the ids it lists);
 - ``dropped``: a run of original messages absent from the window, placed where
   they would have been;
-- ``tools``: the tool definitions sent with the window (a memory listing).
+- ``tools``: the tool definitions sent with the window (``headtail``'s
+  ``retrieve_memory``, whose description lists the memories with ``listing=tool``).
 
 Messages are numbered as the docs number them: 1-based, the system prompt not
 counted (it is message 0).  The trace is stored in every result record, so it
@@ -30,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message, content_text
+from ..strategies.headtail import INDEX_INTRO
 from ..textcap import cap_text
 
 # A kept message is the session's own text: enough to recognise it.
@@ -44,6 +47,8 @@ TRACE_TEXT_CHARS = 40_000
 SHORT_TEXT_CHARS = 120
 # headtail's marker (strategies/headtail.py MARKER): "[… N chars stored as memory m3; …]".
 MEMORY_MARKER = re.compile(r"\[… [\d,]+ chars stored as memory (\S+?); call retrieve_memory")
+# A line of headtail's memory listing (strategies/headtail.py LISTING_LINE): "id=m3 | …".
+LISTED_MEMORY = re.compile(r"^id=(\S+) \|", re.MULTILINE)
 # A derived message shares at least this much of its start or end with its original.
 MIN_SHARED_CHARS = 24
 
@@ -73,6 +78,10 @@ def window_trace(
         index = matcher.exact(message)
         if index is not None:
             part = _part("kept", message, index - system + 1, message_tokens(message))
+        elif _is_memory_index(message):
+            # Not derived from any message: it must not claim one (its last
+            # preview can end like an evicted message).
+            part = _memory_index(message, message_tokens(message))
         else:
             index = matcher.derived(message)
             part = _changed(message, session, index, system, message_tokens)
@@ -194,6 +203,19 @@ def _changed(
     part["original_tokens"] = message_tokens(original)
     if memories:
         part["memory"] = memories
+    return part
+
+
+def _is_memory_index(message: Message) -> bool:
+    return message.get("role") == "user" and content_text(message).startswith(INDEX_INTRO)
+
+
+def _memory_index(message: Message, tokens: int) -> Part:
+    """headtail's listing sent as a message: text it wrote, naming the memories it lists."""
+    part = _part("summary", message, None, tokens)
+    listed = LISTED_MEMORY.findall(content_text(message))
+    if listed:
+        part["memory"] = listed
     return part
 
 

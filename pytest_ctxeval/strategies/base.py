@@ -89,6 +89,13 @@ class BaseStrategy:
     def add(self, message: Message) -> None:
         self.history.append(message)
 
+    def revise(self, index: int, message: Message) -> None:
+        """Replace message ``index`` of the current chat's history by a rewritten
+        version: in a pipeline, an earlier stage condensed it (see ``pipeline``).
+
+        Strategies that cache per-message work override this to drop the cache."""
+        self.history[index] = message
+
     def end_session(self) -> None:
         """Called when a chat ends and a new one begins (multi-session).
 

@@ -67,6 +67,12 @@ class CacheHostileStrategy(BaseStrategy):
         super().add(message)
         self.inner.add(message)
 
+    def revise(self, index: int, message: Message) -> None:
+        super().revise(index, message)
+        revise = getattr(self.inner, "revise", None)
+        if callable(revise):
+            revise(index, message)
+
     def end_session(self) -> None:
         super().end_session()
         end = getattr(self.inner, "end_session", None)

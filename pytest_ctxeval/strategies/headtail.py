@@ -1,104 +1,147 @@
-"""``headtail``: keep the head and tail of bulky messages, store the middle.
+"""``headtail``: keep the head and tail of bulky messages, store the middle;
+over a token budget, move whole middle turns to the store as well.
 
 The model sees where each middle went (a marker with a memory id) and can get
-it back with the ``retrieve_memory`` tool, whose description lists every
-memory with its position and a preview.  Repeated identical tool calls keep
-only their latest result, so stale copies do not crowd the window.
+it back with the ``retrieve_memory`` tool; a listing shows every memory with
+its position, message count and a preview.  With ``budget_tokens``, the window
+keeps the first ``head_turns`` turns and as many recent turns as fit; each
+turn in between (a user message with the assistant's replies and tool
+messages) goes to the store whole, as one memory.  Repeated tool calls and
+repeated messages are left out (see ``hygiene``).
+
+Where the listing goes (``listing``): ``message``, the default, keeps the
+tool definition byte-identical on every request and sends the listing as a
+message just before the current exchange, where a provider's prompt cache
+loses least; ``tool`` writes it into the tool's description, which then
+changes (and breaks the cached prefix) whenever a memory is added.
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
-from .base import BaseStrategy, Message, Window, content_text
+from .base import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REQUEST_OVERHEAD_TOKENS,
+    Message,
+    Window,
+    content_text,
+    current_exchange_start,
+    messages_tokens,
+    split_system,
+)
+from .hygiene import Hygiene
 from .memory_store import MemoryStore
 from .registry import register_strategy
+from .turns import TracksUserTurns, require_at_least, transcript
 
 RETRIEVE_TOOL = "retrieve_memory"
 TOOL_INTRO = "Retrieve text that was moved out of the conversation into memory. Stored memories:"
+# The tool description when the listing travels as a message: never changes.
+STABLE_TOOL_INTRO = (
+    "Retrieve text that was moved out of the conversation into memory, by its id "
+    '(m1, m2, …). The latest "Memory index" message lists the stored memories.'
+)
+INDEX_INTRO = "Memory index (call retrieve_memory with an id to read one):"
 # The mock model parses these two formats; change them together with it.
 MARKER = '\n[… {n} chars stored as memory {id}; call retrieve_memory(id="{id}") …]\n'
-# No "of N messages" total: the tool definition must stay byte-identical
-# between requests, or it breaks the provider's prompt cache every turn.
+# No "of N messages" total: the listing must not change between requests
+# unless a memory is added, or it breaks the provider's prompt cache.
 LISTING_LINE = "\nid={id} | position {position} | messages {count} | preview: {preview}"
 OLDER = "\n({n} older memories, {first} to {last}, are not listed; retrieve_memory takes any id)"
-SUPERSEDED = "[superseded by a later call of {name} with the same arguments]"
+LISTINGS = ("tool", "message")
 
 
 @register_strategy("headtail")
-class HeadTailStrategy(BaseStrategy):
+class HeadTailStrategy(TracksUserTurns):
     name = "headtail"
-    description = "Keep head and tail of each bulky message; its middle goes to retrievable memory."
+    description = (
+        "Keep head and tail of each bulky message (the middle goes to retrievable memory); "
+        "over a budget, whole middle turns go there too."
+    )
 
-    def __init__(self, head: int = 100, tail: int = 100, max_listed: int = 40) -> None:
+    def __init__(
+        self,
+        head: int = 100,
+        tail: int = 100,
+        max_listed: int = 40,
+        budget_tokens: int | None = None,
+        head_turns: int = 1,
+        listing: str = "message",
+    ) -> None:
         super().__init__()
-        for param, value in (("head", head), ("tail", tail)):
-            if value < 0:
-                raise ValueError(f"headtail: {param} must be >= 0, got {value!r}")
+        require_at_least("headtail", 0, head=head, tail=tail, head_turns=head_turns)
+        if listing not in LISTINGS:
+            raise ValueError(
+                f"headtail: listing must be one of {', '.join(LISTINGS)}, got {listing!r}"
+            )
         self.head = head
         self.tail = tail
-        # The listing shows the newest memories only, so the tool definition
-        # (sent with every request) stays bounded in a 1,000-turn session.
+        # The listing shows the newest memories only, so it stays bounded in a
+        # 1,000-turn session.
         self.max_listed = max_listed
+        self.budget_tokens = budget_tokens
+        self.head_turns = head_turns
+        self.listing = listing
         self.store = MemoryStore()
-        # History never changes, so each message is shortened (and stored) once:
-        # window() runs on every turn and must not re-read the bulky texts.
+        # History never changes, so each message is shortened (and stored) once,
+        # and its tokens counted once: window() runs on every turn.
         self._shown: dict[int, Message] = {}  # message index -> as the window shows it
-        self._listing: list[str] = []  # per memory: its line in the tool description
+        self._tokens: dict[int, int] = {}  # message index -> its tokens as shown
+        self._listing: list[str] = []  # per memory: its line in the listing
         self._tool: dict[str, Any] | None = None  # rebuilt only when a memory is added
-        # Duplicate tool calls, tracked as messages arrive (not rescanned per window).
-        self._calls: dict[Any, tuple[str, str]] = {}  # call id -> (name, arguments)
-        self._latest: dict[tuple[str, str], int] = {}  # (name, arguments) -> newest result
-        self._superseded: dict[int, Message] = {}  # index -> the placeholder message
+        self._hygiene = Hygiene()
         self._originals: list[str] = []
+        # Evicted turns, by history index: [_system_end, _head_gone) of the head
+        # and [_head_end, _middle_gone) after it.  Turns leave in order, so two
+        # bounds say it all.
+        self._head_gone = 0
+        self._middle_gone = 0
+        # Tokens the listing message may take in this window; None: no limit.
+        self._index_room: int | None = None
 
     def params(self) -> dict[str, Any]:
-        return {"head": self.head, "tail": self.tail, "max_listed": self.max_listed}
+        params: dict[str, Any] = {
+            "head": self.head,
+            "tail": self.tail,
+            "max_listed": self.max_listed,
+        }
+        # Eviction and the listing's place only when they differ from the
+        # default: records of runs without them read as before.
+        if self.budget_tokens is not None:
+            params.update(budget_tokens=self.budget_tokens, head_turns=self.head_turns)
+        if self.listing != "message":
+            params["listing"] = self.listing
+        return params
+
+    def add(self, message: Message) -> None:
+        super().add(message)
+        self._hygiene.add(len(self.history) - 1, message)
+
+    def revise(self, index: int, message: Message) -> None:
+        super().revise(index, message)
+        self._shown.pop(index, None)  # shortened again from the new text
+        self._tokens.pop(index, None)
 
     def window(self) -> Window:
         last = len(self.history) - 1
-        superseded = self._superseded
-        messages: list[Message] = []
-        for index, message in enumerate(self.history):
-            if index in superseded:
-                messages.append(superseded[index])
-            elif index == last:
-                messages.append(message)  # the current message goes in unaltered
-            else:
-                if index not in self._shown:
-                    self._shown[index] = self._shorten(index, message)
-                messages.append(self._shown[index])
+        if self.budget_tokens is not None:
+            self._evict_over_budget(last)
+        messages = [m for _, m in self._kept(last)]
         if not self._listing:
             return Window(messages=messages)
+        if self.listing == "message":
+            messages = self._with_index(messages)
         if self._tool is None:
-            self._tool = retrieve_tool(TOOL_INTRO + self._listing_text())
+            stable = self.listing == "message"
+            self._tool = retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
         return Window(
             messages=messages,
             tools=[self._tool],
             tool_handler=self.tool_handler,
-            retrievable=self._originals,
+            retrievable=list(self._originals),
         )
-
-    def add(self, message: Message) -> None:
-        super().add(message)
-        index = len(self.history) - 1
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            self._calls[call.get("id")] = (
-                str(function.get("name", "")),
-                str(function.get("arguments", "")),
-            )
-        key = (
-            self._calls.get(message.get("tool_call_id")) if message.get("role") == "tool" else None
-        )
-        if key is not None:
-            earlier = self._latest.get(key)
-            if earlier is not None:
-                self._superseded[earlier] = {
-                    **self.history[earlier],
-                    "content": SUPERSEDED.format(name=key[0]),
-                }
-            self._latest[key] = index
 
     def end_session(self) -> None:
         """A new chat starts empty, but the old one stays retrievable: its
@@ -106,13 +149,13 @@ class HeadTailStrategy(BaseStrategy):
         earlier = [m for m in self.history if m.get("role") != "system"]
         super().end_session()
         self._shown.clear()
-        self._calls.clear()
-        self._latest.clear()
-        self._superseded.clear()
+        self._tokens.clear()
+        self._hygiene = Hygiene()
+        self._head_gone = self._middle_gone = 0
         if not earlier:
             return
-        transcript = "\n".join(f"{m.get('role')}: {content_text(m)}" for m in earlier)
-        self._remember(position=0, text=transcript, original=transcript, count=len(earlier))
+        text = "\n".join(f"{m.get('role')}: {content_text(m)}" for m in earlier)
+        self._remember(position=0, text=text, original=text, count=len(earlier))
 
     def tool_handler(self, name: str, args: dict[str, Any]) -> str:
         known = ", ".join(e.id for e in self.store.entries()) or "none"
@@ -124,6 +167,38 @@ class HeadTailStrategy(BaseStrategy):
             return f"error: no memory with id {memory_id!r}; known memory ids: {known}"
         return entry.text
 
+    # --- the window's messages ------------------------------------------------
+
+    def _kept(self, last: int) -> list[tuple[int, Message]]:
+        """(index, message as shown) for every message the window keeps."""
+        system_end, head_end = self._bounds()
+        ranges = [
+            (0, system_end),
+            (self._head_gone, head_end),
+            (max(self._middle_gone, head_end), last + 1),
+        ]
+        return self._shown_in(ranges, last)
+
+    def _shown_in(self, ranges: list[tuple[int, int]], last: int) -> list[tuple[int, Message]]:
+        kept: list[tuple[int, Message]] = []
+        for begin, end in ranges:
+            for index in range(begin, min(end, last + 1)):
+                shown = self._message(index, last)
+                if shown is not None:
+                    kept.append((index, shown))
+        return kept
+
+    def _message(self, index: int, last: int) -> Message | None:
+        message = self.history[index]
+        if index == last:
+            return message  # the current message goes in unaltered
+        after_hygiene = self._hygiene.shown(index, message)
+        if after_hygiene is not message:
+            return after_hygiene
+        if index not in self._shown:
+            self._shown[index] = self._shorten(index, message)
+        return self._shown[index]
+
     def _shorten(self, index: int, message: Message) -> Message:
         text = content_text(message)
         if message.get("role") == "system" or len(text) <= self.head + self.tail:
@@ -133,12 +208,117 @@ class HeadTailStrategy(BaseStrategy):
         marker = MARKER.format(n=end - self.head, id=entry_id)
         return {**message, "content": text[: self.head] + marker + text[end:]}
 
-    def _listing_text(self) -> str:
+    # --- eviction of whole turns ------------------------------------------------
+
+    def _bounds(self) -> tuple[int, int]:
+        """Where the system prompt ends and where the head turns end."""
+        system_end = len(split_system(self.history)[0])
+        self._head_gone = max(self._head_gone, system_end)
+        starts = self._user_at
+        head_end = starts[self.head_turns] if len(starts) > self.head_turns else len(self.history)
+        return system_end, head_end
+
+    def _evict_over_budget(self, last: int) -> None:
+        """Move whole turns to the store until the window fits the budget: middle
+        turns first (oldest first), then head turns; the current exchange stays."""
+        assert self.budget_tokens is not None
+        self._index_room = None
+        _, head_end = self._bounds()
+        # Shortening stores middles (and grows the listing): count messages first.
+        total = REQUEST_OVERHEAD_TOKENS + sum(self._cost(i, m) for i, m in self._kept(last))
+        # Turns come before the listing: an evicted turn adds a listing line
+        # about as long as a short turn, so counting the whole listing would
+        # evict every turn for it.  Only its newest line is sure of a place;
+        # the listing gets the room the kept turns leave.
+        listing = self._listing_tokens()
+        total += listing
+        while total > self.budget_tokens:
+            turn = self._next_turn(head_end)
+            if turn is None:
+                break
+            begin, end, in_head = turn
+            total -= sum(self._cost(i, m) for i, m in self._shown_in([(begin, end)], last))
+            self._remember_turn(begin, end)
+            if in_head:
+                self._head_gone = end
+            else:
+                self._middle_gone = end
+            total += self._listing_tokens() - listing
+            listing = self._listing_tokens()
+        if self.listing == "message":
+            self._index_room = max(self.budget_tokens - (total - listing), 0)
+
+    def _next_turn(self, head_end: int) -> tuple[int, int, bool] | None:
+        """The next turn to evict: [begin, end) of the history and whether it is
+        a head turn; None when nothing but the current exchange is left.
+
+        Whole middle turns go first, oldest first, then the head turns; only
+        then the current turn's messages before the current exchange."""
+        exchange = current_exchange_start(self.history)
+        turn = self._user_at[-1] if self._user_at else 0
+        turn = min(turn, exchange)
+        begin = max(self._middle_gone, head_end)
+        if begin < turn:
+            return begin, self._next_start(begin, turn), False
+        if self._head_gone < min(head_end, turn):
+            limit = min(head_end, turn)
+            return self._head_gone, self._next_start(self._head_gone, limit), True
+        if turn >= head_end and begin < exchange:
+            return begin, exchange, False
+        if turn < head_end and self._head_gone < exchange:
+            return self._head_gone, exchange, True
+        return None
+
+    def _next_start(self, index: int, limit: int) -> int:
+        """The first turn start after ``index``, at most ``limit``."""
+        following = bisect.bisect_right(self._user_at, index)
+        return min(self._user_at[following], limit) if following < len(self._user_at) else limit
+
+    def _remember_turn(self, begin: int, end: int) -> None:
+        messages = self.history[begin:end]
+        text = transcript(messages)
+        if text:
+            self._remember(position=begin + 1, text=text, original=text, count=end - begin)
+
+    def _cost(self, index: int, message: Message) -> int:
+        if index not in self._tokens or index == len(self.history) - 1:
+            cost = messages_tokens([message], self.count_tokens) - REQUEST_OVERHEAD_TOKENS
+            if index == len(self.history) - 1:
+                return cost  # the current message may be shown differently later
+            self._tokens[index] = cost
+        return self._tokens[index]
+
+    # --- the listing ---------------------------------------------------------------
+
+    def _listed(self) -> str:
         shown = self._listing[-self.max_listed :] if self.max_listed > 0 else []
         hidden = len(self._listing) - len(shown)
         if not hidden:
             return "".join(shown)
         return OLDER.format(n=hidden, first="m1", last=f"m{hidden}") + "".join(shown)
+
+    def _with_index(self, messages: list[Message]) -> list[Message]:
+        """The listing as a message right before the current exchange; under a
+        budget, only as many of its newest lines as the kept messages leave room for."""
+        text = INDEX_INTRO + self._listed()
+        room = self._index_room
+        if room is not None:
+            lines = self._listing[-self.max_listed :] if self.max_listed > 0 else []
+            while lines and MESSAGE_OVERHEAD_TOKENS + self.count_tokens(text) > room:
+                lines = lines[1:]
+                text = INDEX_INTRO + "".join(lines)
+            if not lines:
+                return messages
+        start = current_exchange_start(messages)
+        index = {"role": "user", "content": text}
+        return [*messages[:start], index, *messages[start:]]
+
+    def _listing_tokens(self) -> int:
+        """The least the listing adds to the window's messages: the index with
+        its newest line (tools are not counted)."""
+        if self.listing != "message" or not self._listing or self.max_listed <= 0:
+            return 0
+        return MESSAGE_OVERHEAD_TOKENS + self.count_tokens(INDEX_INTRO + self._listing[-1])
 
     def _remember(self, *, position: int, text: str, original: str, count: int = 1) -> str:
         entry = self.store.put(position=position, text=text, original=original, message_count=count)

@@ -8,6 +8,11 @@ preset's ``params``: ``50`` is a number, ``tokens`` a string, ``true`` a flag.
 Items and results show parameters as ``headtail[head:50+tail:50]``: pytest's
 ``-k`` cannot match parentheses, ``=`` or commas, but matches this form, and
 the form is accepted back on the command line.
+
+A pipeline joins strategies with ``+`` outside brackets,
+``toolprune+compaction-cached(keep_turns=6)``, shown as
+``toolprune+compaction-cached[keep_turns:6]``: ``-k`` reads ``+`` as part of a
+word, so the item ids and ``-k`` carry it too.
 """
 
 from __future__ import annotations
@@ -39,6 +44,20 @@ class WrittenName:
 def split_names(text: str) -> list[str]:
     """``"headtail(head=50,tail=50), sliding"`` -> ``["headtail(head=50,tail=50)", "sliding"]``."""
     return [part.strip() for part in _split_outside_brackets(text, ",", text) if part.strip()]
+
+
+def split_stages(text: str) -> list[str]:
+    """``"toolprune+compaction-cached[keep_turns:6]"`` -> its pipeline stages.
+
+    ``+`` outside brackets joins stages; inside ``[...]`` it separates parameters.
+    One name alone is a list of one."""
+    parts = [part.strip() for part in _split_outside_brackets(text, "+", text)]
+    if len(parts) > 1 and not all(parts):
+        raise UnknownStrategyError(
+            f"{text!r}: a pipeline needs a strategy on each side of '+', "
+            "as in toolprune+compaction-cached"
+        )
+    return parts
 
 
 def parse_name(written: str) -> WrittenName:

@@ -23,6 +23,8 @@ ENTRY_POINT_GROUP = "pytest_ctxeval.strategies"
 StrategyFactory = Callable[..., ContextStrategy]
 
 _BUILTINS: dict[str, StrategyFactory] = {}
+# Built-ins that ``all`` leaves out: they are nothing without their parameters.
+_NOT_IN_ALL = frozenset({"pipeline"})
 
 
 class UnknownStrategyError(ValueError):
@@ -65,6 +67,7 @@ def _load_builtins() -> None:
         full,
         headtail,
         observation_mask,
+        pipeline,
         rag,
         sliding,
         subagent,
@@ -170,12 +173,18 @@ def resolve(
     ``<rootdir>/strategies``); default ``./strategies`` when it exists.  The
     shipped presets are always known.  ``all`` means the built-ins only.  A
     strategy given parameters is named ``headtail[head:50+tail:50]`` (see
-    :mod:`.names`)."""
-    from .names import parse_name, split_names
+    :mod:`.names`).  Names joined by ``+``, ``toolprune+compaction-cached``,
+    are one pipeline of those stages (see :mod:`.pipeline`)."""
+    from .names import parse_name, split_names, split_stages
     from .presets import default_preset_dirs
 
     texts = [names] if isinstance(names, str) else names
-    written = [parse_name(part) for text in texts for part in split_names(text)]
+    entries = [
+        [parse_name(stage) for stage in split_stages(part)]
+        for text in texts
+        for part in split_names(text)
+    ]
+    written = [stage for entry in entries for stage in entry]
     dirs = default_preset_dirs() if preset_dirs is None else list(preset_dirs)
     # The project's presets are read only when a name needs them: a broken
     # preset file must not break a run that does not use it.  A shipped
@@ -184,9 +193,34 @@ def resolve(
     if not all(w.base == "all" or ":" in w.base or w.base in known for w in written):
         known = available(dirs)
     specs: list[tuple[str, StrategySpec]] = []  # (as the user wrote it, the spec)
-    for name in written:
-        specs.extend((name.written, spec) for spec in _specs(name, known, dirs))
+    for entry in entries:
+        if len(entry) > 1:
+            pipeline = _pipeline_spec(entry, known, dirs)
+            specs.append(("+".join(stage.written for stage in entry), pipeline))
+            continue
+        specs.extend((entry[0].written, spec) for spec in _specs(entry[0], known, dirs))
     return _distinct(specs)
+
+
+def _pipeline_spec(
+    stages: list[WrittenName], known: dict[str, StrategyFactory], dirs: Sequence[Path]
+) -> StrategySpec:
+    """``toolprune+compaction-cached``: each stage resolved as a name of its own."""
+    from .params import StrategyParamError
+    from .pipeline import PipelineFactory
+
+    written = "+".join(stage.written for stage in stages)
+    parts: list[StrategySpec] = []
+    for stage in stages:
+        if stage.base == "all":
+            raise UnknownStrategyError(f"{written!r}: 'all' cannot be a pipeline stage")
+        parts.extend(_specs(stage, known, dirs))
+    factory = PipelineFactory(tuple(parts))
+    try:
+        factory()  # the order of the stages is checked before anything runs
+    except ValueError as exc:
+        raise StrategyParamError(f"{written!r}: {exc}") from None
+    return StrategySpec("+".join(part.name for part in parts), factory)
 
 
 def _specs(
@@ -201,7 +235,7 @@ def _specs(
                 f"{name.written!r}: 'all' takes no parameters; give them to one strategy, "
                 "as in headtail(head=50,tail=50)"
             )
-        return [StrategySpec(n, known[n]) for n in sorted(_BUILTINS)]
+        return [StrategySpec(n, known[n]) for n in sorted(_BUILTINS) if n not in _NOT_IN_ALL]
     if ":" in name.base:
         factory = _import_object(name.base, dirs)
         shown = own_name(factory) or name.base

@@ -1,4 +1,5 @@
-"""``sliding``: the system prompt plus the last ``turns`` turns.
+"""``sliding``: the system prompt plus the last ``turns`` turns (or, with
+``messages``, the last that many messages).
 
 A turn starts at a user message (LangChain ``trim_messages(strategy="last",
 start_on="human")``), so a tool call and its result always fall in the same
@@ -11,6 +12,7 @@ from typing import Any
 
 from .base import BaseStrategy, Window, current_exchange_start, split_system
 from .registry import register_strategy
+from .turns import safe_cut
 
 
 @register_strategy("sliding")
@@ -18,14 +20,22 @@ class SlidingStrategy(BaseStrategy):
     name = "sliding"
     description = "The system prompt plus the last k turns, each starting at a user message."
 
-    def __init__(self, turns: int = 6, keep_system: bool = True) -> None:
+    def __init__(
+        self, turns: int = 6, keep_system: bool = True, messages: int | None = None
+    ) -> None:
         super().__init__()
         if turns < 1:
             raise ValueError(f"sliding: turns must be >= 1, got {turns!r}")
+        if messages is not None and messages < 1:
+            raise ValueError(f"sliding: messages must be >= 1, got {messages!r}")
         self.turns = turns
         self.keep_system = keep_system
+        # A window of the last N messages instead of N turns (the chat-app way).
+        self.messages = messages
 
     def params(self) -> dict[str, Any]:
+        if self.messages is not None:
+            return {"messages": self.messages, "keep_system": self.keep_system}
         return {"turns": self.turns, "keep_system": self.keep_system}
 
     def window(self) -> Window:
@@ -34,6 +44,10 @@ class SlidingStrategy(BaseStrategy):
         if not rest:
             # Only system messages so far: the last one is the current message.
             return Window(messages=pinned or self.history[-1:])
+        if self.messages is not None:
+            # The last N messages, moved back so no tool result loses its call.
+            begin = safe_cut(rest, max(len(rest) - self.messages, 0))
+            return Window(messages=pinned + rest[min(begin, current_exchange_start(rest)) :])
         starts = [i for i, m in enumerate(rest) if m.get("role") == "user"]
         if starts:
             begin = starts[-min(self.turns, len(starts))]

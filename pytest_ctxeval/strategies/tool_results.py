@@ -8,6 +8,7 @@ changes, so a call and its result always stay together.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from .base import BaseStrategy, Message, Window
@@ -16,6 +17,9 @@ from .turns import fit_budget, require_at_least
 
 class ToolResultStrategy(BaseStrategy):
     """Base: subclasses say how one older tool result is condensed."""
+
+    # Keeps one message per message, in order: may come before another pipeline stage.
+    rewrites_in_place = True
 
     def __init__(self, keep_last: int, budget_tokens: int | None = None) -> None:
         super().__init__()
@@ -44,6 +48,12 @@ class ToolResultStrategy(BaseStrategy):
             self._shown[index] = self.condense(index, self.history[index])
         self._condensed_upto = max(self._condensed_upto, whole_from)
         return Window(messages=fit_budget(list(self._shown), self.budget_tokens, self.count_tokens))
+
+    def revise(self, index: int, message: Message) -> None:
+        super().revise(index, message)
+        position = bisect.bisect_left(self._results, index)
+        condensed = position < self._condensed_upto and self._results[position] == index
+        self._shown[index] = self.condense(index, message) if condensed else message
 
     def end_session(self) -> None:
         super().end_session()

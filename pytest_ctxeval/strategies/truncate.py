@@ -1,5 +1,6 @@
 """``truncate``: keep the first ``max_chars`` characters (or ``max_tokens``
-tokens with ``unit="tokens"``), drop the rest.
+tokens with ``unit="tokens"``), drop the rest; with ``unit="items"``, cut
+every earlier message to its first ``max_chars`` characters instead.
 
 LangChain ``trim_messages(strategy="first")`` with a character or token
 counter.  The naive baseline: it keeps the start of the session, so follow-ups
@@ -13,7 +14,8 @@ from typing import Any
 from .base import BaseStrategy, Message, Window, content_text, current_exchange_start
 from .registry import register_strategy
 
-UNITS = ("chars", "tokens")
+UNITS = ("chars", "tokens", "items")
+ITEM_CUT = " [… cut]"
 
 
 @register_strategy("truncate")
@@ -35,6 +37,8 @@ class TruncateStrategy(BaseStrategy):
     def params(self) -> dict[str, Any]:
         if self.unit == "tokens":
             return {"unit": "tokens", "max_tokens": self.max_tokens}
+        if self.unit == "items":
+            return {"unit": "items", "max_chars": self.max_chars}
         return {"max_chars": self.max_chars}
 
     def _size(self, text: str) -> int:
@@ -58,6 +62,8 @@ class TruncateStrategy(BaseStrategy):
             return Window(messages=[])
         # The current message (with the call it answers) always goes in, unaltered.
         start = current_exchange_start(self.history)
+        if self.unit == "items":
+            return Window(messages=self._items_cut(start) + self.history[start:])
         kept: list[Message] = []
         room = self.max_tokens if self.unit == "tokens" else self.max_chars
         full = False
@@ -78,6 +84,17 @@ class TruncateStrategy(BaseStrategy):
                 kept.append({**message, "content": head})
             full = True
         return Window(messages=pair_tool_calls(kept) + self.history[start:])
+
+    def _items_cut(self, end: int) -> list[Message]:
+        """The naive per-item cut: every message before ``end`` (but the system
+        prompt) keeps its first ``max_chars`` characters; nothing is dropped."""
+        cut: list[Message] = []
+        for message in self.history[:end]:
+            text = content_text(message)
+            if message.get("role") != "system" and len(text) > self.max_chars:
+                message = {**message, "content": text[: self.max_chars] + ITEM_CUT}
+            cut.append(message)
+        return cut
 
 
 def pair_tool_calls(messages: list[Message]) -> list[Message]:
