@@ -132,6 +132,12 @@ def build_parser() -> CliParser:
     importer.add_argument(
         "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
     )
+    importer.add_argument(
+        "--sessions",
+        choices=("split", "join"),
+        default=None,
+        help="locomo: each session a chat of its own (split, the default) or all one chat (join)",
+    )
     return parser
 
 
@@ -435,7 +441,8 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     source = str(args.file)
     try:
-        written = write_scenarios(import_file(args.format, args.file), args.output, source)
+        drafts = import_file(args.format, args.file, sessions=args.sessions)
+        written = write_scenarios(drafts, args.output, source)
     except TranscriptError as exc:
         print(f"ctxeval import: {exc}", file=sys.stderr)
         return 1

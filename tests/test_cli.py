@@ -364,10 +364,26 @@ def test_show_prints_the_window_a_strategy_builds_at_the_probe(
     path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
     assert main(["show", str(path), "--strategy", "headtail"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("== 6 messages, ")
+    # Five messages, the memory index, the probe.
+    assert out.startswith("== 7 messages, ")
     assert "[… " in out and 'retrieve_memory(id="m1")' in out  # the user message was cut
     assert out.rstrip().splitlines()[-1].startswith("-- tool offered: ")
-    assert "What is the code?" in out  # the probe is the last message
+    # The index lists the memory just before the probe, the last message.
+    index_at = out.index("-- [6] user ")
+    assert out.index("Memory index (call retrieve_memory", index_at) < out.index("-- [7] user ")
+    assert out.index("id=m1 | position 2 | messages 1 |") > index_at
+    assert out.index("What is the code?") > out.index("-- [7] user ")
+
+
+def test_show_prints_the_listing_in_the_tool_with_listing_tool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, "show.yaml", SHOW_SCENARIO)
+    assert main(["show", str(path), "--strategy", "headtail(listing=tool)"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("== 6 messages, ")
+    assert "Memory index" not in out
+    assert "id=m1 | position 2" in out.rstrip().splitlines()[-1]  # in the tool offered
 
 
 def test_show_at_a_message_and_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

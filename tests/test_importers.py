@@ -34,7 +34,11 @@ CASES = {
     "multichallenge": "multichallenge.jsonl",
     "tau-bench": "tau.json",
 }
-SCHEMA_ORDER = ["id", "description", "tags", "system", "turns", "sessions", "probes"]
+# Every fixture: each format's, and LoCoMo's second published layout.
+FIXTURE_FILES = [(fmt, name) for fmt, name in CASES.items()] + [
+    ("locomo", "locomo_conversation.json")
+]
+SCHEMA_ORDER = ["id", "description", "tags", "system", "turns", "sessions", "needles", "probes"]
 
 
 def imported(fmt: str, path: Path | None = None) -> dict[str, str]:
@@ -69,17 +73,17 @@ def test_every_format_has_a_fixture() -> None:
     assert set(CASES) == set(IMPORTERS)
 
 
-@pytest.mark.parametrize("fmt", sorted(CASES))
-def test_every_emitted_file_loads_with_the_scenario_loader(fmt: str) -> None:
-    files = imported(fmt)
+@pytest.mark.parametrize(("fmt", "name"), FIXTURE_FILES)
+def test_every_emitted_file_loads_with_the_scenario_loader(fmt: str, name: str) -> None:
+    files = imported(fmt, FIXTURES / name)
     assert files
     conversations = load(files)
     assert all(c.probes for c in conversations.values())
 
 
-@pytest.mark.parametrize("fmt", sorted(CASES))
-def test_output_is_deterministic(fmt: str, tmp_path: Path) -> None:
-    source = str(FIXTURES / CASES[fmt])
+@pytest.mark.parametrize(("fmt", "name"), FIXTURE_FILES)
+def test_output_is_deterministic(fmt: str, name: str, tmp_path: Path) -> None:
+    source = str(FIXTURES / name)
     first = write_scenarios(import_file(fmt, source), tmp_path / "a", source)
     second = write_scenarios(import_file(fmt, source), tmp_path / "b", source)
     assert [p.name for p in first] == [p.name for p in second]
@@ -87,9 +91,9 @@ def test_output_is_deterministic(fmt: str, tmp_path: Path) -> None:
         assert a.read_bytes() == b.read_bytes()
 
 
-@pytest.mark.parametrize("fmt", sorted(CASES))
-def test_files_are_block_style_in_schema_order(fmt: str) -> None:
-    for text in imported(fmt).values():
+@pytest.mark.parametrize(("fmt", "name"), FIXTURE_FILES)
+def test_files_are_block_style_in_schema_order(fmt: str, name: str) -> None:
+    for text in imported(fmt, FIXTURES / name).values():
         keys = [line.split(":")[0] for line in text.splitlines() if line[:1].isalpha()]
         assert keys == [k for k in SCHEMA_ORDER if k in keys]
         header = re.split(r"^(?:turns|sessions):", text, maxsplit=1, flags=re.M)[0]
@@ -218,10 +222,16 @@ def test_locomo_sessions_in_numeric_order_with_dates_and_speakers() -> None:
         "(session 2, 10:02 am on 20 May, 2023)",
         "(session 10, 4:10 pm on 2 July, 2023)",
     ]
-    assert all_turns(doc)[1:4] == [
-        {"user": "Ana: I adopted a dog last week, her name is Pepper."},
-        {"assistant": "Ben: Congrats! What breed is she?"},
-        {"user": "Ana: A beagle mix. [shares a photo: a photo of a small dog on a couch]"},
+    # What the model is sent: D1:1 is cited as evidence, so its text comes
+    # back by its needle, at its own message.
+    messages = load(imported("locomo"))["conv-1"].messages
+    assert messages[1:4] == [
+        {"role": "user", "content": "Ana: I adopted a dog last week, her name is Pepper."},
+        {"role": "assistant", "content": "Ben: Congrats! What breed is she?"},
+        {
+            "role": "user",
+            "content": "Ana: A beagle mix. [shares a photo: a photo of a small dog on a couch]",
+        },
     ]
     assert {"user": "Ana: [shares a photo: a photo of a clay bowl]"} in all_turns(doc)  # no text
 
@@ -230,8 +240,9 @@ def test_locomo_qa_items_become_probes() -> None:
     doc = data(imported("locomo"), "conv-1.yaml")
     probes = {p["id"]: p for p in doc["probes"]}
     assert list(probes) == ["qa-1", "qa-2", "qa-3", "qa-4"]
-    assert probes["qa-1"]["expect"] == {"contains_any": ["Pepper"]}
-    assert probes["qa-2"]["expect"] == {"contains_any": ["2022"]}  # a number in the file
+    # Scored as the benchmark scores them: token F1 against the gold answer.
+    assert probes["qa-1"]["expect"] == {"f1": "Pepper"}
+    assert probes["qa-2"]["expect"] == {"f1": "2022"}  # a number in the file
     assert "expect" not in probes["qa-4"]  # no answer: scored against the full context
     assert doc["tags"] == [
         "imported",
@@ -241,15 +252,18 @@ def test_locomo_qa_items_become_probes() -> None:
         "category-4",
         "category-5",
     ]
-    assert "needles" not in doc and "constraints" not in doc
+    assert [n["id"] for n in doc["needles"]] == ["evidence-d1-1", "evidence-d2-1"]
+    assert "constraints" not in doc
 
 
 def test_locomo_category_5_expects_an_abstention() -> None:
     conversation = load(imported("locomo"))["conv-1"]
     expect = next(p.expect for p in conversation.probes if p.id == "qa-3")
-    assert expect is not None and expect.not_contains == "violin"
+    assert expect is not None and expect.abstains is True
     assert check_answer("The conversation does not say; I don't know.", expect) == []
     assert check_answer("There is no information about that.", expect) == []
+    # Naming the tempting answer while declining it is still an abstention.
+    assert check_answer("There is no mention of a violin anywhere.", expect) == []
     assert check_answer("Pepper plays the violin.", expect)
     assert check_answer("Pepper plays the drums.", expect)  # not an abstention either
 
@@ -263,8 +277,7 @@ def test_locomo_without_speaker_names_or_sample_id() -> None:
     ]
     assert "between Cleo (user) and Dev (assistant)" in doc["description"]
     # No category, but an adversarial_answer and no answer: still an abstention probe.
-    assert doc["probes"][1]["expect"]["not_contains"] == "cocoa"
-    assert "regex" in doc["probes"][1]["expect"]
+    assert doc["probes"][1]["expect"] == {"abstains": True}
     assert doc["tags"] == ["imported", "locomo", "category-1"]
 
 
@@ -311,21 +324,25 @@ def test_tau_bench_plants_probes_about_tool_output_values() -> None:
     probes = doc["probes"]
     assert probes[0] == {"id": "last-user", "user": "The desk lamp, please refund to my gift card."}
     # booleans, the string "False" and the 1-digit age are skipped; non-JSON output is ignored.
+    evidence = ["evidence-get_user_details-1"]
     assert probes[1:] == [
         {
             "id": "tool-value-1",
             "user": "What was the user_id in the result of get_user_details?",
             "expect": {"contains": "mia_garcia_4516"},
+            "evidence": evidence,
         },
         {
             "id": "tool-value-2",
             "user": "What was the address.city in the result of get_user_details?",
             "expect": {"contains": "Fort Worth"},
+            "evidence": evidence,
         },
         {
             "id": "tool-value-3",
             "user": "What was the address.zip in the result of get_user_details?",
             "expect": {"contains": "76101"},
+            "evidence": evidence,
         },
     ]
     assert doc["turns"][-1] == {
@@ -515,3 +532,241 @@ def test_cli_help_names_every_format(capsys: pytest.CaptureFixture[str]) -> None
         main(["import", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert all(name in out for name in IMPORTERS)
+
+
+# --- locomo: both published layouts, evidence, sessions -------------------------
+
+CONVERSATION_FILE = FIXTURES / "locomo_conversation.json"
+
+
+def test_locomo_one_file_per_conversation_imports() -> None:
+    # speakers, session_N, session_N_date_time and qa at the top level.
+    files = imported("locomo", CONVERSATION_FILE)
+    assert list(files) == ["conv-7.yaml"]
+    doc = data(files, "conv-7.yaml")
+    assert [chat["label"] for chat in doc["sessions"]] == [
+        "session 1, 1:56 pm on 8 May, 2023",
+        "session 2, 10:37 am on 27 June, 2023",
+        "session 3, 8:18 pm on 6 July, 2023",
+    ]
+    assert "between Caroline (user) and Melanie (assistant)" in doc["description"]
+    assert len(doc["probes"]) == 10
+    assert load(files)["conv-7"].messages[1] == {
+        "role": "user",
+        "content": "Caroline: Hey Mel! I went to a LGBTQ support group yesterday and it was so "
+        "powerful.",
+    }
+
+
+def test_locomo_both_layouts_give_the_same_scenario(tmp_path: Path) -> None:
+    single = json.loads(CONVERSATION_FILE.read_text(encoding="utf-8"))
+    top = {k: v for k, v in single.items() if k in ("sample_id", "qa")}
+    listed = [{**top, "conversation": {k: v for k, v in single.items() if k not in top}}]
+    path = tmp_path / "locomo10.json"
+    path.write_text(json.dumps(listed), encoding="utf-8")
+
+    def without_origin(files: dict[str, str]) -> dict[str, Any]:
+        doc = data(files, "conv-7.yaml")
+        doc["description"] = doc["description"].rsplit("\nImported from", 1)[0]
+        return doc
+
+    assert without_origin(imported("locomo", path)) == without_origin(
+        imported("locomo", CONVERSATION_FILE)
+    )
+
+
+def test_locomo_conversation_file_without_sample_id_is_named_after_the_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "conv-26.json"
+    path.write_text(
+        json.dumps(
+            {
+                "speaker_a": "A",
+                "speaker_b": "B",
+                "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "I live in Oslo."}],
+                "qa": [{"question": "Where does A live?", "answer": "Oslo", "category": 4}],
+            }
+        ),
+        encoding="utf-8",
+    )
+    assert list(imported("locomo", path)) == ["conv-26.yaml"]
+
+
+def test_locomo_evidence_turns_become_needles_the_probes_name() -> None:
+    doc = data(imported("locomo", CONVERSATION_FILE), "conv-7.yaml")
+    needles = {n["id"]: n for n in doc["needles"]}
+    probes = {p["id"]: p for p in doc["probes"]}
+    # "D2:04" is D2:4; "D3:3; D3:4" names two turns; D9:1 names no turn.
+    assert probes["qa-5"]["evidence"] == ["evidence-d2-4"]
+    assert probes["qa-7"]["evidence"] == ["evidence-d3-3", "evidence-d3-4"]
+    assert probes["qa-9"]["evidence"] == ["evidence-d1-3"]
+    assert "Evidence naming no turn, left out: D9:1." in doc["description"]
+    assert needles["evidence-d3-2"] == {
+        "id": "evidence-d3-2",
+        "text": "Melanie: So brave. We adopted a puppy named Oliver.",
+        "answer": "Oliver",
+        "turn": 13,  # after three session headers and nine turns
+    }
+    # A gold answer the turn does not state is no answer of its needle.
+    assert "answer" not in needles["evidence-d1-1"]  # "7 May 2023" is worked out, not said
+    conversation = load(imported("locomo", CONVERSATION_FILE))["conv-7"]
+    assert conversation.messages[12]["content"] == needles["evidence-d3-2"]["text"]
+    facts = {f.id: f for f in conversation.facts}
+    assert set(facts) == set(needles)
+    assert facts["evidence-d3-2"].answers == ("Oliver",)
+
+
+def test_locomo_evidence_leaves_the_session_as_it_was() -> None:
+    # The same conversation imported without any evidence is sent identically.
+    single = json.loads(CONVERSATION_FILE.read_text(encoding="utf-8"))
+    with_evidence = load(imported("locomo", CONVERSATION_FILE))["conv-7"]
+    for item in single["qa"]:
+        item["evidence"] = []
+    files = render_scenarios(IMPORTERS["locomo"](json.dumps(single), "conv-7.json"), "x")
+    without = load(files)["conv-7"]
+    assert without.facts == []
+    assert with_evidence.messages == without.messages
+    assert with_evidence.session_starts == without.session_starts
+
+
+def test_locomo_split_sessions_say_why_strategies_lose() -> None:
+    doc = data(imported("locomo", CONVERSATION_FILE), "conv-7.yaml")
+    assert "one relationship over months" in doc["description"]
+    assert "--sessions=join" in doc["description"]
+
+
+def test_locomo_sessions_join_makes_one_chat(tmp_path: Path) -> None:
+    source = str(CONVERSATION_FILE)
+    joined = render_scenarios(import_file("locomo", source, sessions="join"), source)
+    split = render_scenarios(import_file("locomo", source, sessions="split"), source)
+    assert split == imported("locomo", CONVERSATION_FILE)  # split is the default
+    doc = data(joined, "conv-7.yaml")
+    assert "sessions" not in doc
+    assert [t["user"] for t in doc["turns"] if t.get("user", "").startswith("(session")] == [
+        "(session 1, 1:56 pm on 8 May, 2023)",
+        "(session 2, 10:37 am on 27 June, 2023)",
+        "(session 3, 8:18 pm on 6 July, 2023)",
+    ]
+    assert "joined into one chat" in doc["description"]
+    one, several = load(joined)["conv-7"], load(split)["conv-7"]
+    assert one.session_starts == [] and len(several.session_starts) == 2
+    assert one.messages == several.messages  # the same text, one chat
+    assert data(joined, "conv-7.yaml")["needles"] == data(split, "conv-7.yaml")["needles"]
+
+
+def test_cli_sessions_join(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    args = ["import", "locomo", str(CONVERSATION_FILE), "-o", str(out), "--sessions=join"]
+    assert main(args) == 0
+    assert "turns:" in (out / "conv-7.yaml").read_text(encoding="utf-8")
+    capsys.readouterr()
+    tau = ["import", "tau-bench", str(FIXTURES / "tau.json"), "-o", str(out), "--sessions=join"]
+    assert main(tau) == 1
+    err = capsys.readouterr().err
+    assert "--sessions=join applies to locomo only" in err and "Traceback" not in err
+
+
+def test_imported_locomo_passes_under_full_when_the_evidence_is_there(ctx: Any) -> None:
+    # The mock model answers from what it is sent: with the whole conversation
+    # it answers what the turns state, and the benchmark's scoring accepts it.
+    out = ctx.path / "imported"
+    source = str(CONVERSATION_FILE)
+    write_scenarios(import_file("locomo", source), out, source)
+    result = ctx.run("imported/conv-7.yaml", "--ctx-strategy=full")
+    records = {r["probe"]: r for r in ctx.results()}
+    ok = sorted(p for p, r in records.items() if r["classification"] == "ok")
+    # qa-8 asks for a date worked out from "yesterday", qa-9 for an inference,
+    # qa-10 (adversarial) for an abstention: the oracle only quotes turns.
+    assert ok == [f"qa-{n}" for n in range(1, 8)], result.stdout.str()
+    assert {records[f"qa-{n}"]["classification"] for n in (8, 9, 10)} == {"model_miss"}
+    assert all(
+        state == "verbatim" for r in records.values() for state in r["fact_survival"].values()
+    )
+    assert "evidence survival" in result.stdout.str()
+
+
+# --- tau-bench: probes worth asking ------------------------------------------------
+
+
+def test_tau_bench_probes_the_last_substantive_user_turn() -> None:
+    doc = data(imported("tau-bench"), "tau-bench-task-12-trial-0.yaml")
+    # "Great, thanks so much! ###STOP###" asks nothing: the request before it is the probe.
+    assert doc["probes"][0] == {
+        "id": "last-user",
+        "user": "Replace Noah Kim with Ava Lee on ZFA04Y.",
+    }
+    assert doc["turns"][-1] == {"assistant": "Both found. What should I change?"}
+    assert "2 message(s) after the probe left out" in doc["description"]
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("###STOP###", False),
+        ("Thank you so much, that's all I need! ###STOP###", False),
+        ("No, that's all. Have a nice day!", False),
+        ("Great, thanks! Bye.", False),
+        ("Yes, please proceed with the refund.", True),
+        ("Thanks. Also, what is my order total?", True),
+        ("Hi", True),
+    ],
+)
+def test_tau_bench_what_asks_something(text: str, asks: bool) -> None:
+    from pytest_ctxeval.scenario.importers.tau_bench import asks_something
+
+    assert asks_something(text) is asks
+
+
+def test_tau_bench_names_which_call_of_a_tool_called_twice() -> None:
+    doc = data(imported("tau-bench"), "tau-bench-task-12-trial-0.yaml")
+    questions = [p["user"] for p in doc["probes"][1:]]
+    assert questions == [
+        "What was the reservation_id in the result of the first call to get_reservation_details?",
+        "What was the reservation_id in the result of the second call to get_reservation_details?",
+        "What was the origin in the result of the second call to get_reservation_details?",
+    ]
+    assert [p["evidence"] for p in doc["probes"][1:]] == [
+        ["evidence-get_reservation_details-1"],
+        ["evidence-get_reservation_details-2"],
+        ["evidence-get_reservation_details-2"],
+    ]
+
+
+def test_tau_bench_asked_tool_outputs_are_facts_at_their_own_message() -> None:
+    source = json.loads((FIXTURES / "tau.json").read_text(encoding="utf-8"))[2]["traj"]
+    outputs = [m["content"] for m in source if m["role"] == "tool"]
+    conversation = load(imported("tau-bench"))["tau-bench-task-12-trial-0"]
+    tool_messages = [m["content"] for m in conversation.messages if m["role"] == "tool"]
+    assert tool_messages == outputs  # planted back where they were
+    facts = {f.id: f for f in conversation.facts}
+    assert facts["evidence-get_reservation_details-2"].text == outputs[1]
+    assert facts["evidence-get_reservation_details-2"].answers == ("H8Q2LM", "ORD")
+
+
+def test_tau_bench_a_bare_tool_output_lands_after_its_made_up_call(tmp_path: Path) -> None:
+    # A tool message with no call before it gets one made up: one message later.
+    traj = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "name": "lookup", "content": json.dumps({"code": "KEEP-1"})},
+        {"role": "user", "content": "What now?"},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([{"task_id": 1, "traj": traj}]))
+    files = imported("tau-bench", path)
+    assert data(files, "tau-bench-task-1.yaml")["needles"][0]["turn"] == 3
+    conversation = load(files)["tau-bench-task-1"]
+    assert conversation.messages[2]["content"] == json.dumps({"code": "KEEP-1"})
+
+
+def test_locomo_a_cited_turn_without_text_is_no_evidence(tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    session = [
+        {"speaker": "A", "dia_id": "D1:1", "text": "I live in Oslo."},
+        {"speaker": "B", "dia_id": "D1:2"},
+    ]
+    qa = [{"question": "Where does A live?", "answer": "Oslo", "evidence": ["D1:1", "D1:2"]}]
+    path.write_text(json.dumps({"session_1": session, "qa": qa}), encoding="utf-8")
+    doc = data(imported("locomo", path), "empty.yaml")
+    assert [n["id"] for n in doc["needles"]] == ["evidence-d1-1"]
+    assert doc["probes"][0]["evidence"] == ["evidence-d1-1"]

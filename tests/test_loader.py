@@ -400,6 +400,22 @@ def test_an_expected_string_in_the_probes_own_question_is_a_warning_at_the_probe
     ]
 
 
+def test_an_f1_answer_in_the_probes_own_question_is_a_warning():
+    found = scenario_warnings(
+        """
+        id: s
+        turns:
+          - user: I moved to Lisbon in May.
+        probes:
+          - {id: leak, user: "Did you move to Lisbon?", expect: {f1: Lisbon}}
+        """
+    )
+    assert found == [
+        f"{PATH}:5:5: probe 'leak': f1 'Lisbon' already occurs in the question "
+        f"'Did you move to Lisbon?'; {REPEATS}"
+    ]
+
+
 def test_a_needle_question_that_contains_its_answer_is_a_warning():
     found = scenario_warnings(
         """

@@ -230,3 +230,147 @@ def test_agreement_is_symmetric_and_handles_no_answer():
     assert agreement(a, b) == agreement(b, a)
     assert agreement(None, "") == 1.0
     assert agreement(None, "Tuesday") == 0.0
+
+
+# --- f1: answers scored as QA benchmarks score them --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "gold", "passes"),
+    [
+        # A final period, case, articles and commas do not decide it.
+        ("She adopted Pepper.", "Pepper", True),
+        ("The answer is: a pottery class.", "A pottery class.", True),
+        ("On 7 May, 2023.", "7 May 2023", True),
+        # A sentence around the answer is not penalised...
+        ('Caroline: I\'m reading "Becoming Nicole" by Amy Ellis Nutt.', '"Becoming Nicole"', True),
+        # ...but a one-word answer must be a whole word of it.
+        ("(session 12, 1:56 pm on 8 May, 2023) Hi!", "2", False),
+        ("It happened in 2023.", "2", False),
+        ("Her daughter turned 7 last week.", "7", True),
+        ("Pepperoni pizza.", "Pepper", False),
+        ("I could not find that in our conversation.", "Pepper", False),
+        # Partial overlap counts as the benchmark counts it (F1 0.8 >= 0.5).
+        ("On 8 May 2023.", "7 May 2023", True),
+        ("In May.", "7 May 2023", True),  # one word of three: F1 exactly 0.5
+        ("In June 2024.", "7 May 2023", False),
+    ],
+)
+def test_f1_expectation(answer: str, gold: str, passes: bool) -> None:
+    assert (failed(answer, f1=gold) == []) is passes
+
+
+def test_f1_threshold_and_a_list_of_gold_answers() -> None:
+    assert failed("On 8 May 2023.", f1="7 May 2023", threshold=0.9) == [
+        "f1 >= 0.9 against '7 May 2023' (best 0.80)"
+    ]
+    assert failed("They met in Oslo.", f1=["Bergen", "Oslo"]) == []
+    assert failed("They met in Paris.", f1=["Bergen", "Oslo"])
+
+
+def test_span_f1_is_the_best_run_of_words() -> None:
+    from pytest_ctxeval.evaluate.scoring import span_f1
+
+    assert span_f1("x y pottery class z", "a pottery class") == 1.0
+    assert span_f1("pottery and then a long detour and class", "pottery class") == pytest.approx(
+        2 / 3
+    )
+    assert span_f1("", "Pepper") == 0.0
+    assert span_f1("nothing in common", "Pepper") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("expect", "message"),
+    [
+        ({"threshold": 0.5}, "'threshold' applies to 'f1'"),
+        ({"f1": "  "}, "is empty once whitespace"),
+        ({"f1": []}, "empty list"),
+        ({"f1": "x", "threshold": 0}, "greater than 0"),
+        ({"f1": "x", "threshold": 1.5}, "less than or equal to 1"),
+    ],
+)
+def test_f1_schema_errors(expect: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Expectation.model_validate(expect)
+
+
+# --- abstains: declining to answer ---------------------------------------------------
+
+ABSTENTIONS = [
+    "I don't know.",
+    "I do not know what instrument that is.",
+    "I’m not sure; it never came up.",
+    "That was not mentioned in our conversation.",
+    "The conversation doesn't say.",
+    "There is no information about a violin.",
+    "There's no record of Melanie playing anything.",
+    "No mention of that anywhere.",
+    "I cannot determine that from what we discussed.",
+    "I can't tell from the conversation.",
+    "Caroline never said what she named it.",
+    "It was never mentioned.",
+    "That isn't specified.",
+    "I could not find that in our conversation.",
+    "Unfortunately, this information is not provided.",
+    "The answer is unknown.",
+    "I'm unable to answer that based on the chat.",
+    "Nothing was said about it.",
+    "That is not part of our conversation.",
+    "I have no idea.",
+    "There is no way to tell.",
+]
+ANSWERS = [
+    "Melanie plays the violin.",
+    "Pepper.",
+    "She never said no to a walk in the park.",
+    "Ben doesn't know how to swim, so he stayed home.",
+    "She went to the support group on 7 May 2023.",
+    "Caroline mentioned that she loves pottery.",
+    "They discussed adoption agencies.",
+    "He said he would bring cake.",
+    "No, she prefers mint tea.",
+    "It was an unknown artist's painting, bought in Oslo.",
+    "",
+]
+
+
+@pytest.mark.parametrize("answer", ABSTENTIONS)
+def test_abstains_recognises_many_phrasings(answer: str) -> None:
+    assert failed(answer, abstains=True) == []
+    assert failed(answer, abstains=False) == ["answers (does not abstain)"]
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_an_answer_is_not_an_abstention(answer: str) -> None:
+    assert failed(answer, abstains=True) == ["abstains"]
+    assert failed(answer, abstains=False) == []
+
+
+def test_scenario_errors_name_the_line_of_a_bad_threshold_or_evidence() -> None:
+    from inline_scenarios import only_error
+
+    bad_threshold = """
+        id: s
+        turns:
+          - user: hi
+        probes:
+          - id: p
+            user: q
+            expect: {threshold: 0.7}
+        """
+    assert only_error(bad_threshold) == (
+        "scenarios/s.yaml:7:25: probes[0].expect.threshold: 'threshold' applies to 'f1'; "
+        "expected an f1 gold answer with it"
+    )
+    unknown_evidence = """
+        id: s
+        turns:
+          - user: I live in Oslo.
+        needles:
+          - {id: evidence-d1-1, text: I moved in May., turn: 1}
+        probes:
+          - {id: p, user: q, evidence: [evidence-d1-2]}
+        """
+    message = only_error(unknown_evidence)
+    assert message.startswith("scenarios/s.yaml:7:")
+    assert "names evidence 'evidence-d1-2'; known needles: evidence-d1-1; did you mean" in message

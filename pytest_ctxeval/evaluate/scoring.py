@@ -10,7 +10,8 @@ from collections import Counter
 
 import regex
 
-from ..scenario.schema import Expectation
+from ..scenario.schema import DEFAULT_F1_THRESHOLD, Expectation
+from .abstention import abstains
 from .code_checks import check_python
 from .matching import normalise_text, occurs, same_answer
 from .uncheckable import UncheckableAnswer
@@ -51,6 +52,14 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
         failed.append(f"does not match /{expect.not_regex}/")
     if expect.equals is not None and not same_answer(text, expect.equals, expect.case_sensitive):
         failed.append(f"equals {expect.equals!r}")
+    if expect.f1 is not None:
+        golds = [expect.f1] if isinstance(expect.f1, str) else expect.f1
+        threshold = DEFAULT_F1_THRESHOLD if expect.threshold is None else expect.threshold
+        best = max(span_f1(text, gold, at_least=threshold) for gold in golds)
+        if best < threshold:
+            failed.append(f"f1 >= {threshold:g} against {expect.f1!r} (best {best:.2f})")
+    if expect.abstains is not None and abstains(text) is not expect.abstains:
+        failed.append("abstains" if expect.abstains else "answers (does not abstain)")
     if expect.python is not None:
         failed.extend(check_python(text, expect.python))
     return failed
@@ -104,6 +113,40 @@ def token_f1(prediction: str, reference: str) -> float:
         return 0.0
     precision, recall = same / len(predicted), same / len(expected)
     return 2 * precision * recall / (precision + recall)
+
+
+def span_f1(answer: str, gold: str, *, at_least: float = 0.0) -> float:
+    """The best token F1 against ``gold`` of any run of consecutive words of
+    the answer, in 0..1 (normalised as ``normalise_answer``).  QA benchmarks
+    score a short answer; a model that answers in a sentence around it is
+    not penalised for the words around the answer, and a one-word gold
+    answer must be a whole word of it ("2" is not in "2023").
+
+    ``at_least``: only scores from this one up need be exact (runs too long
+    to reach it are not tried); a lower result may be an underestimate."""
+    words = normalise_answer(answer).split()
+    expected = normalise_answer(gold).split()
+    if not expected:
+        return 1.0 if not words else 0.0
+    wanted = Counter(expected)
+    # A run of L words scores at most 2n / (L + n) against n gold words.
+    longest = len(words) if at_least <= 0 else int(len(expected) * (2 / at_least - 1))
+    best = 0.0
+    for start, word in enumerate(words):
+        if word not in wanted:
+            continue  # a best run starts (and ends) on a word of the gold answer
+        seen: Counter[str] = Counter()
+        same = 0
+        for length, current in enumerate(words[start : start + longest], 1):
+            if seen[current] < wanted[current]:
+                same += 1
+            seen[current] += 1
+            if current in wanted:
+                precision, recall = same / length, same / len(expected)
+                best = max(best, 2 * precision * recall / (precision + recall))
+        if best == 1.0:
+            break
+    return best
 
 
 def agreement(answer: str | None, reference: str | None) -> float:

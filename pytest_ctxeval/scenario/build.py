@@ -58,6 +58,8 @@ class ProbeCase:
     constraint: str | None = None
     # The named constraint's own check, applied on top of ``expect``.
     constraint_check: Expectation | None = None
+    # The needles holding the evidence for the answer (imported datasets cite it).
+    evidence: tuple[str, ...] = ()
 
 
 @dataclass
@@ -274,7 +276,8 @@ def _probe_case(scenario: Scenario, probe: Any) -> ProbeCase:
         expect = Expectation(contains_any=answers)
     constraint = next((c for c in scenario.constraints if c.id == probe.constraint), None)
     check = constraint.check if constraint is not None else None
-    return ProbeCase(probe.id, question, expect, probe.needle, probe.constraint, check)
+    evidence = tuple(probe.evidence or ())
+    return ProbeCase(probe.id, question, expect, probe.needle, probe.constraint, check, evidence)
 
 
 def _facts(scenario: Scenario) -> list[Fact]:

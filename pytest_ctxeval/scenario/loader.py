@@ -285,6 +285,7 @@ def _expected_strings(owner: str, expect: Expectation | None) -> list[tuple[str,
     found = [("contains", expect.contains), ("equals", expect.equals)]
     found += [("contains_any", s) for s in expect.contains_any or []]
     found += [("contains_all", s) for s in expect.contains_all or []]
+    found += [("f1", s) for s in ([expect.f1] if isinstance(expect.f1, str) else expect.f1 or [])]
     return [(owner + key, s, expect.case_sensitive) for key, s in found if s is not None]
 
 

@@ -26,6 +26,8 @@ from .errors import closest
 from .generators import GenerateSpec
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+# ``f1`` without a ``threshold``: the share of word overlap QA benchmarks accept.
+DEFAULT_F1_THRESHOLD = 0.5
 
 
 class LocatedValueError(ValueError):
@@ -146,6 +148,18 @@ class Expectation(Strict):
     python: PythonCheck | None = Field(
         default=None, description="checks on the Python code in the answer"
     )
+    f1: str | list[str] | None = Field(
+        default=None,
+        description="a gold answer (any of a list): some run of the answer's words has "
+        "token F1 >= threshold against it, normalised as QA benchmarks do",
+    )
+    threshold: float | None = Field(
+        default=None, gt=0.0, le=1.0, description=f"with f1 (default {DEFAULT_F1_THRESHOLD})"
+    )
+    abstains: bool | None = Field(
+        default=None,
+        description="true: the answer says it does not know or was never told; false: it does not",
+    )
     case_sensitive: bool = Field(default=False, description="text checks respect case")
 
     @field_validator("contains", "equals")
@@ -155,7 +169,7 @@ class Expectation(Strict):
             _require_text(value, quotes=info.field_name == "equals")
         return value
 
-    @field_validator("contains_any", "contains_all", "not_contains")
+    @field_validator("contains_any", "contains_all", "not_contains", "f1")
     @classmethod
     def _each_has_text(cls, value: str | list[str] | None) -> str | list[str] | None:
         if isinstance(value, str):
@@ -186,11 +200,15 @@ class Expectation(Strict):
 
     @model_validator(mode="after")
     def _not_empty(self) -> Expectation:
-        checks = self.model_dump(exclude={"case_sensitive"}, exclude_none=True)
+        if self.threshold is not None and self.f1 is None:
+            raise LocatedValueError(
+                ("threshold",), "'threshold' applies to 'f1'; expected an f1 gold answer with it"
+            )
+        checks = self.model_dump(exclude={"case_sensitive", "threshold"}, exclude_none=True)
         if not checks:
             raise ValueError(
                 "an expectation needs at least one of contains, contains_any, contains_all, "
-                "not_contains, regex, not_regex, equals, python"
+                "not_contains, regex, not_regex, equals, python, f1, abstains"
             )
         return self
 
@@ -293,6 +311,9 @@ class Probe(Strict):
         default=None,
         description="without one, the answer must agree with the full-context answer",
     )
+    evidence: list[str] | None = Field(
+        default=None, description="needle ids: the facts the answer rests on (for readers)"
+    )
 
     @model_validator(mode="after")
     def _has_question(self) -> Probe:
@@ -368,6 +389,14 @@ class Scenario(Strict):
                 if probe.expect is None and needle.answer is None:
                     raise LocatedValueError(
                         ("probes", i), f"probe {probe.id!r}: needle {needle.id!r} has no 'answer'"
+                    )
+            for j, fact in enumerate(probe.evidence or []):
+                if fact not in needles:
+                    raise LocatedValueError(
+                        ("probes", i, "evidence", j),
+                        f"probe {probe.id!r} names evidence {fact!r}; "
+                        f"known needles: {', '.join(sorted(needles)) or 'none'}"
+                        + _guess(fact, needles),
                     )
             if probe.constraint is not None and probe.constraint not in constraints:
                 raise LocatedValueError(

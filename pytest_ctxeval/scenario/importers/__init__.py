@@ -30,13 +30,25 @@ class UnknownFormatError(ValueError):
         super().__init__(f"unknown format {name!r}; known formats: {', '.join(sorted(IMPORTERS))}")
 
 
-def import_file(fmt: str, path: str | Path, source: str | None = None) -> list[Draft]:
-    """Drafts for every conversation in ``path``; TranscriptError names the place."""
+def import_file(
+    fmt: str, path: str | Path, source: str | None = None, *, sessions: str | None = None
+) -> list[Draft]:
+    """Drafts for every conversation in ``path``; TranscriptError names the place.
+
+    ``sessions`` (locomo only): "split" (the default) imports each session
+    as a chat of its own, "join" all of a conversation's sessions as one chat."""
     importer = IMPORTERS.get(fmt)
     if importer is None:
         raise UnknownFormatError(fmt)
     shown = source or str(path)
-    return importer(read_text(path, shown), shown)
+    if sessions is not None and fmt != "locomo":
+        raise TranscriptError(
+            shown, None, f"--sessions={sessions} applies to locomo only, not to {fmt}"
+        )
+    text = read_text(path, shown)
+    if sessions is not None:
+        return import_locomo(text, shown, sessions=sessions)
+    return importer(text, shown)
 
 
 __all__ = [

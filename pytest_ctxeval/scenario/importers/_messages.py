@@ -6,6 +6,7 @@ multichallenge, tau-bench)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -22,11 +23,42 @@ class Session:
     probe: str  # the last user message
     dropped: int  # messages after the probe, left out
     tool_outputs: list[tuple[str, str]] = field(default_factory=list)  # (tool name, output)
+    tool_turns: list[int] = field(default_factory=list)  # index in ``turns`` of each output
 
 
-def split_at_last_user(messages: Any, source: str, where: Where, key: str) -> Session:
+def message_numbers(turns: list[dict[str, Any]]) -> list[int]:
+    """The 1-based message number each turn becomes when the scenario is
+    built: a tool output that answers no pending call gets an assistant call
+    made up for it first, so it lands one message later."""
+    numbers: list[int] = []
+    pending: list[str] = []
+    count = 0
+    for turn in turns:
+        if "tool" in turn:
+            name = turn["tool"]["name"]
+            if name in pending:
+                pending.remove(name)
+            else:
+                count += 1
+        elif "tool_calls" in turn:
+            pending = [call["name"] for call in turn["tool_calls"]]
+        count += 1
+        numbers.append(count)
+    return numbers
+
+
+def split_at_last_user(
+    messages: Any,
+    source: str,
+    where: Where,
+    key: str,
+    *,
+    worth_asking: Callable[[str], bool] | None = None,
+) -> Session:
     """The turns before the last user message, and that message as the probe.
-    ``key`` names the field holding the messages, for error text."""
+    ``key`` names the field holding the messages, for error text;
+    ``worth_asking``: only a user message it accepts can be the probe (the
+    last one, when it accepts none)."""
     if not isinstance(messages, list):
         raise TranscriptError(
             source, where, f"{key}: expected a list of messages, got {type_name(messages)}"
@@ -34,7 +66,9 @@ def split_at_last_user(messages: Any, source: str, where: Where, key: str) -> Se
     roles = [_role(m, source, where, f"{key}[{i}]") for i, m in enumerate(messages)]
     if "user" not in roles:
         raise TranscriptError(source, where, f"{key}: no user message to use as the probe")
-    last = len(roles) - 1 - roles[::-1].index("user")
+    users = [i for i, role in enumerate(roles) if role == "user"]
+    asked = [i for i in users if worth_asking is None or worth_asking(_text(messages[i]))]
+    last = (asked or users)[-1]
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     session = Session(
@@ -57,6 +91,7 @@ def split_at_last_user(messages: Any, source: str, where: Where, key: str) -> Se
             call_id = message.get("tool_call_id")
             name = call_names.get(str(call_id)) if call_id is not None else None
             name = name or _str_or_none(message.get("name")) or "tool"
+            session.tool_turns.append(len(turns))
             turns.append({"tool": {"name": name, "output": text}})
             session.tool_outputs.append((name, text))
     session.system = "\n\n".join(system) if system else None
@@ -73,6 +108,7 @@ def chat_scenario(
     description: str = "",
     tags: list[str] | None = None,
     probes: list[dict[str, Any]] | None = None,
+    needles: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A scenario from a chat cut at its last user message; that message is
     the first probe, scored against the full-context answer."""
@@ -88,8 +124,14 @@ def chat_scenario(
     if session.system is not None:
         data["system"] = session.system
     data["turns"] = session.turns
+    if needles:
+        data["needles"] = needles
     data["probes"] = [{"id": "last-user", "user": session.probe}, *(probes or [])]
     return data
+
+
+def _text(message: dict[str, Any]) -> str:
+    return content_text(message.get("content"))
 
 
 def _role(message: Any, source: str, where: Where, loc: str) -> str:

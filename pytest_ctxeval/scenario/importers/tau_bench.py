@@ -1,19 +1,27 @@
 """``tau-bench``: tau-bench trajectories (task_id, reward, info, traj, trial).
 
-The trajectory is kept up to its last user message, which becomes a probe
-scored against the full-context answer. Tool results are where agents lose
-facts, so up to three values from earlier tool outputs become probes with
-a known answer."""
+The trajectory is kept up to its last substantive user message, which
+becomes a probe scored against the full-context answer: the simulated
+user's closing ``###STOP###`` and goodbye-only messages ask nothing.  Tool
+results are where agents lose facts, so up to three values from earlier
+tool outputs become probes with a known answer, naming which call when a
+tool was called more than once; each output they ask about is planted as a
+needle, so fact survival reports whether a strategy kept it."""
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import PurePath
 from typing import Any
 
+from ...evaluate.matching import occurs
+from ...report.evidence import EVIDENCE_PREFIX
 from ._common import Draft, TranscriptError, Where, json_items, require_object
-from ._messages import Session, chat_scenario, split_at_last_user
+from ._messages import Session, chat_scenario, message_numbers, split_at_last_user
+from .writer import slugify
 
 FORMAT = "tau-bench"
 MAX_VALUE_PROBES = 3
@@ -21,6 +29,16 @@ MAX_VALUE_PROBES = 3
 # longer ones are not facts a model would repeat verbatim.
 MIN_LEN, MAX_LEN = 3, 100
 _BOOLEAN_WORDS = {"true", "false", "yes", "no", "none", "null"}
+STOP = "###STOP###"
+# Words of a message that only closes the chat ("No, that's all. Thanks! ###STOP###").
+_COURTESY = frozenset(
+    "thanks thank you so much very for your the help bye goodbye that that's thats is it's "
+    "all it i i'm im need needed nothing else great ok okay perfect awesome alright good "
+    "have a nice day wonderful no appreciate cheers helpful everything sounds fine really "
+    "again done then".split()
+)
+_WORD = re.compile(r"[a-z']+")
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
 def import_tau_bench(text: str, source: str) -> list[Draft]:
@@ -30,7 +48,9 @@ def import_tau_bench(text: str, source: str) -> list[Draft]:
         item = require_object(value, source, where, "a trajectory object")
         if "traj" not in item:
             raise TranscriptError(source, where, "missing 'traj'")
-        session = split_at_last_user(item["traj"], source, where, "traj")
+        session = split_at_last_user(
+            item["traj"], source, where, "traj", worth_asking=asks_something
+        )
         drafts.append(Draft(where, _scenario(item, session, stem, source, where)))
     return drafts
 
@@ -50,29 +70,86 @@ def _scenario(
         for label, value in (("task", task), ("trial", trial), ("reward", reward))
         if value is not None
     )
-    probes = [
-        {
-            "id": f"tool-value-{n}",
-            "user": f"What was the {path} in the result of {tool}?",
-            "expect": {"contains": value},
-        }
-        for n, (tool, path, value) in enumerate(pick_values(session.tool_outputs), 1)
-    ]
+    calls = Counter(tool for tool, _ in session.tool_outputs)
+    numbers = message_numbers(session.turns)
+    probes: list[dict[str, Any]] = []
+    asked: dict[int, list[str]] = {}  # output index -> the values probes ask about
+    for n, (at, path, value) in enumerate(pick_values(session.tool_outputs), 1):
+        asked.setdefault(at, []).append(value)
+        probes.append(
+            {
+                "id": f"tool-value-{n}",
+                "user": f"What was the {path} in the result of {_call_name(session, at, calls)}?",
+                "expect": {"contains": value},
+                "evidence": [_needle_id(session, at)],
+            }
+        )
+    needles = []
+    for at, values in sorted(asked.items()):
+        # The output moves into the needle, planted back at its own message.
+        turn = session.turns[session.tool_turns[at]]["tool"]
+        text, turn["output"] = turn["output"], ""
+        needle: dict[str, Any] = {"id": _needle_id(session, at), "text": text}
+        found = [v for v in values if occurs(v, text)]
+        if found:
+            needle["answer"] = found[0] if len(found) == 1 else found
+        needle["turn"] = numbers[session.tool_turns[at]]
+        needles.append(needle)
     description = f"tau-bench trajectory ({facts})" if facts else "tau-bench trajectory"
+    if needles:
+        description += (
+            f"\n{len(needles)} tool output(s) that probes ask about are left empty and planted "
+            "as needles (evidence-<tool>-<call>), so fact survival follows them."
+        )
     return chat_scenario(
-        scenario_id, session, source, where, FORMAT, description=description, probes=probes
+        scenario_id,
+        session,
+        source,
+        where,
+        FORMAT,
+        description=description,
+        probes=probes,
+        needles=needles,
     )
+
+
+def asks_something(text: str) -> bool:
+    """Whether a user message is worth asking at the end: not only the
+    simulator's ``###STOP###`` and a goodbye."""
+    words = _WORD.findall(text.replace(STOP, " ").lower().replace("\u2019", "'"))
+    return any(word not in _COURTESY for word in words)
+
+
+def _nth_call(session: Session, at: int) -> int:
+    tool = session.tool_outputs[at][0]
+    return sum(1 for name, _ in session.tool_outputs[: at + 1] if name == tool)
+
+
+def _call_name(session: Session, at: int, calls: Counter[str]) -> str:
+    """``tool``, or "the second call to tool" when it was called more than once."""
+    tool = session.tool_outputs[at][0]
+    if calls[tool] == 1:
+        return tool
+    n = _nth_call(session, at)
+    if n > len(_ORDINALS):
+        return f"call number {n} to {tool}"
+    return f"the {_ORDINALS[n - 1]} call to {tool}"
+
+
+def _needle_id(session: Session, at: int) -> str:
+    tool = session.tool_outputs[at][0]
+    return f"{EVIDENCE_PREFIX}{slugify(tool, fallback='tool')}-{_nth_call(session, at)}"
 
 
 def pick_values(
     outputs: list[tuple[str, str]], limit: int = MAX_VALUE_PROBES
-) -> list[tuple[str, str, str]]:
-    """(tool, key path, value) for the first distinct scalar leaves of the
-    tool outputs, in traversal order: deterministic, and early outputs are
-    the ones a strategy is most likely to have dropped."""
-    picked: list[tuple[str, str, str]] = []
+) -> list[tuple[int, str, str]]:
+    """(index of the output, key path, value) for the first distinct scalar
+    leaves of the tool outputs, in traversal order: deterministic, and early
+    outputs are the ones a strategy is most likely to have dropped."""
+    picked: list[tuple[int, str, str]] = []
     seen: set[str] = set()
-    for tool, output in outputs:
+    for at, (_, output) in enumerate(outputs):
         try:
             data = json.loads(output)
         except (json.JSONDecodeError, TypeError):
@@ -80,7 +157,7 @@ def pick_values(
         for path, value in _leaves(data, ""):
             if path and _usable(value) and value not in seen:
                 seen.add(value)
-                picked.append((tool, path, value))
+                picked.append((at, path, value))
                 if len(picked) == limit:
                     return picked
     return picked
