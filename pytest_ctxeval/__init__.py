@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # What type checkers see: the real names and types behind the lazy exports.
     from .messages import Message, content_text
-    from .results.analysis import pareto_front, pass_rate_matrix, results_frame, strategy_table
+    from .results.analysis import (
+        pareto_front,
+        pass_rate_matrix,
+        results_frame,
+        strategy_table,
+        task_costs,
+    )
     from .results.record import ResultRecord
     from .results.store import load_results
     from .scenario.errors import ScenarioError, ScenarioWarning
@@ -46,6 +52,7 @@ _EXPORTS = {
     "strategy_table": "pytest_ctxeval.results.analysis",
     "pass_rate_matrix": "pytest_ctxeval.results.analysis",
     "pareto_front": "pytest_ctxeval.results.analysis",
+    "task_costs": "pytest_ctxeval.results.analysis",
 }
 
 # Spelled out (not computed) so type checkers and linters can read it.
@@ -69,6 +76,7 @@ __all__ = [
     "pass_rate_matrix",
     "results_frame",
     "strategy_table",
+    "task_costs",
     "register_strategy",
     "window_violations",
 ]

@@ -95,8 +95,9 @@ class ScenarioNode(pytest.Collector):
         self.conversation = conversation
 
     def collect(self) -> Iterator[pytest.Item]:
-        strategies = self.config.stash[SESSION_KEY].strategies
-        for probe in self.conversation.probes:
+        session = self.config.stash[SESSION_KEY]
+        strategies = session.strategies
+        for probe in self._probes(session.options.sweep_every):
             for spec in strategies:
                 yield ProbeItem.from_parent(
                     self,
@@ -105,6 +106,19 @@ class ScenarioNode(pytest.Collector):
                     probe=probe,
                     spec=spec,
                 )
+
+    def _probes(self, sweep_every: int | None) -> list[ProbeCase]:
+        """The probes, each after its --ctx-sweep points (``probe@turn-4``), earliest first."""
+        if not sweep_every:
+            return list(self.conversation.probes)
+        from .evaluate.sweep import sweep_probes
+
+        swept = sweep_probes(self.conversation, sweep_every)
+        return [
+            case
+            for probe in self.conversation.probes
+            for case in [*(s for s in swept if s.base_id == probe.id), probe]
+        ]
 
 
 def _parametrized_id(parent: pytest.Collector, name: str, param: str) -> Any:
@@ -142,6 +156,8 @@ class ProbeItem(pytest.Item):
             self.conversation, self.spec, self.probe, source=self.source
         )
         record.nodeid = self.nodeid
+        if session.options.budgets:
+            record.budget = self.spec.params.get("budget_tokens")
         self.stash[RECORD_KEY] = record
         self.user_properties.extend(junit_properties(record))
         if session.gate is not None:
@@ -181,7 +197,8 @@ class ProbeItem(pytest.Item):
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        line = self.conversation.probe_lines.get(self.probe.id)
+        # A sweep point (probe@turn-4) is reported at its probe's line.
+        line = self.conversation.probe_lines.get(getattr(self.probe, "base_id", self.probe.id))
         # The domain heads the item's failure report.  It must not end the
         # node id: -v shows an id that ends with its domain with every "."
         # before the "[" turned into "::", so recall-depth-0.9 would read

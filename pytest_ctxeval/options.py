@@ -18,6 +18,16 @@ DEFAULT_SCENARIO_DIR = "scenarios"
 # Where --ctx-update-baseline writes without --ctx-baseline: committed next to the scenarios.
 DEFAULT_BASELINE = "ctxeval-baseline.json"
 RECORD_MODES = ("none", "new", "all")
+SWEEP_HELP = (
+    "Also ask every probe at earlier points of the session, for the forgetting curve: "
+    "alone at every user turn, =K at every K-th (default: off)."
+)
+BUDGET_HELP = (
+    "Run each strategy that takes a budget_tokens parameter once per budget, e.g. "
+    "1000,2000,4000; the summary gives the smallest budget that still passes everything"
+)
+_SWEEP_ON = ("true", "yes", "on")
+_SWEEP_OFF = ("false", "no", "off")
 # Models named so are answered in-process and never recorded in cassettes.
 MOCK_MODEL_PREFIX = "ctxeval/"
 
@@ -112,6 +122,19 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "Append a Markdown summary of the run to this file (e.g. $GITHUB_STEP_SUMMARY)",
         None,
     ),
+    "ctx_cache_model": (
+        "--ctx-cache-model",
+        "Whose prompt-cache rules price the session: openai (automatic, from 1,024 "
+        "tokens in 128-token steps) or anthropic (breakpoints, write premium); "
+        "default: the model's provider",
+        None,
+    ),
+    "ctx_seconds_per_turn": (
+        "--ctx-seconds-per-turn",
+        "Simulated seconds between the session's requests, against the prompt cache's "
+        "5-minute lifetime",
+        "30",
+    ),
     "ctx_context_window": (
         "--ctx-context-window",
         "The model's context window in tokens (default: litellm's model info; "
@@ -172,6 +195,30 @@ def _agreement(value: str) -> float:
     return number
 
 
+def _cache_model(value: str | None) -> str | None:
+    if value is None:
+        return None
+    from .llm.prompt_cache import RULES
+
+    if value not in RULES:
+        raise pytest.UsageError(
+            f"--ctx-cache-model: invalid value {value!r}; expected one of: {', '.join(RULES)}"
+        )
+    return value
+
+
+def _seconds_per_turn(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise pytest.UsageError(
+            f"--ctx-seconds-per-turn: invalid value {value!r}; expected a number of seconds >= 0"
+        )
+    return number
+
+
 def _context_window(value: str | None) -> int | None:
     if value is None:
         return None
@@ -186,12 +233,64 @@ def _context_window(value: str | None) -> int | None:
     return number
 
 
+def _sweep(value: str | None) -> int | None:
+    """--ctx-sweep's K: 1 alone (or true in the ini), None when off."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    if text in _SWEEP_ON:
+        return 1
+    if text in _SWEEP_OFF:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise pytest.UsageError(
+            f"--ctx-sweep: invalid value {value!r}; expected a whole number K >= 1 "
+            "(ask each probe at every K-th user turn), or the flag alone for every turn; "
+            "a path right after --ctx-sweep is read as K: write --ctx-sweep=K"
+        )
+    return int(text)
+
+
+def _budgets(value: str | None) -> tuple[int, ...]:
+    """--ctx-budget's token budgets, ascending, each once."""
+    if value is None:
+        return ()
+    budgets = set()
+    for part in value.split(","):
+        text = part.strip().replace("_", "")
+        if not text.isdigit() or int(text) < 1:
+            raise pytest.UsageError(
+                f"--ctx-budget: invalid value {value!r} ({part.strip()!r} is not a number "
+                "of tokens >= 1); expected whole numbers, comma-separated, e.g. 1000,2000,4000"
+            )
+        budgets.add(int(text))
+    return tuple(sorted(budgets))
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("ctxeval", "context-strategy evaluation (pytest-ctxeval)")
     for dest, (flag, help_text, default) in _OPTIONS.items():
         shown = f" (default: {default})" if default else ""
         group.addoption(flag, dest=dest, default=None, help=help_text + shown)
         parser.addini(dest, help_text + shown, default=default)
+    group.addoption(
+        "--ctx-sweep",
+        dest="ctx_sweep",
+        nargs="?",
+        const="1",
+        default=None,
+        metavar="K",
+        help=SWEEP_HELP + " Write --ctx-sweep=K, or put --ctx-sweep after the paths.",
+    )
+    parser.addini("ctx_sweep", SWEEP_HELP + " (ini: a number, or true for every turn)")
+    group.addoption(
+        "--ctx-budget",
+        dest="ctx_budget",
+        default=None,
+        metavar="TOKENS[,TOKENS...]",
+        help=BUDGET_HELP,
+    )
+    parser.addini("ctx_budget", BUDGET_HELP)
     group.addoption(
         "--ctx-update-baseline",
         dest="ctx_update_baseline",
@@ -237,6 +336,14 @@ class CtxOptions:
     fail_if: tuple[Rule, ...] = ()
     shard: tuple[int, int] | None = None
     summary: Path | None = None
+    # --ctx-sweep: ask every probe at every this-many-th user turn too; None = off.
+    sweep_every: int | None = None
+    # --ctx-budget: the budgets (ascending) each budgeted strategy runs at; () = off.
+    budgets: tuple[int, ...] = ()
+    # Prompt-cache rules by name (None: the model's provider's), and the
+    # simulated time between requests.
+    cache_model: str | None = None
+    seconds_per_turn: float = 30.0
 
     @property
     def gated(self) -> bool:
@@ -281,6 +388,10 @@ class CtxOptions:
             context_window=_context_window(get("ctx_context_window")),
             max_tokens=_at_least_one("--ctx-max-tokens", get("ctx_max_tokens") or "1024"),
             timeout=_seconds(get("ctx_timeout") or "300"),
+            sweep_every=_sweep(get("ctx_sweep")),
+            budgets=_budgets(get("ctx_budget")),
+            cache_model=_cache_model(get("ctx_cache_model")),
+            seconds_per_turn=_seconds_per_turn(get("ctx_seconds_per_turn") or "30"),
             **_gate_options(config, get, output_path),
         )
 

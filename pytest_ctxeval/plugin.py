@@ -8,6 +8,7 @@ pandas, the report) happen only then.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,21 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     return report
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # What collection built (modules, scenarios) lives to the end of the
+    # session: kept out of the cyclic garbage collector's full passes,
+    # pytest's own at session end included.  Only in a run with scenarios.
+    if any(isinstance(item, ProbeItem) for item in session.items):
+        gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # trylast: after pytest's final collection; an in-process run (pytester)
+    # hands everything back to the collector.
+    gc.unfreeze()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # trylast: after -k/-m deselection, so deselected probes never cost a model call.
@@ -106,7 +122,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ctx.will_record = True
     if controller:
         ctx.note_ran(probes, filtered=run_is_filtered(config))
-    together = not hasattr(config, "workerinput") or config.option.dist in ("loadscope", "loadfile")
+    # Under --dist load the controller schedules whole runs (see xdist_runs).
+    together = not hasattr(config, "workerinput") or config.option.dist in (
+        "load",
+        "loadscope",
+        "loadfile",
+    )
     ctx.note_selection(items, runs_stay_together=together)
 
 
@@ -180,6 +201,16 @@ class ControllerHooks:
             self.ctx.will_record = True
         self.ctx.note_ran(probes, filtered=run_is_filtered(self.config))
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        # --dist load (the default of -n): each run's probes on one worker,
+        # so no run is simulated twice.
+        if config.getvalue("dist") != "load":
+            return None
+        from .xdist_runs import RunScheduling
+
+        return RunScheduling(config, log, self._is_probe)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         if self._is_probe(crashitem):
@@ -229,6 +260,10 @@ class ControllerHooks:
         terminalreporter.section("ctxeval")
         for line in summary_lines(self.ctx.records):
             terminalreporter.write_line(line)
+        from .report.sweeps import sweep_summary_lines
+
+        for line in sweep_summary_lines(self.ctx.records, budget_note=self.ctx.budget_note()):
+            terminalreporter.write_line(printable(line))
         if self.ctx.gate_result is not None:
             for line in self.ctx.gate_result.lines():
                 terminalreporter.write_line(printable(line))

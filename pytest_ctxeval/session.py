@@ -45,6 +45,8 @@ class CtxSession:
     # Tags already registered as markers.
     registered_markers: set[str] = field(default_factory=set)
     _strategies: list[StrategySpec] | None = None
+    # --ctx-budget: the named strategies that take no budget (they run once).
+    without_budget: list[str] = field(default_factory=list)
     _model_checked: bool = False
     _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
@@ -93,8 +95,36 @@ class CtxSession:
                 raise pytest.UsageError(f"--ctx-strategy: {exc}") from None
             if not specs:
                 raise pytest.UsageError("--ctx-strategy: no strategy named")
-            self._strategies = specs
+            self._strategies = self._with_budgets(specs)
         return self._strategies
+
+    def _with_budgets(self, specs: list[StrategySpec]) -> list[StrategySpec]:
+        """--ctx-budget: each budgeted strategy once per budget."""
+        from .budgets import with_budgets
+        from .strategies.registry import UnknownStrategyError
+
+        try:
+            budgeted = with_budgets(specs, self.options.budgets)
+        except UnknownStrategyError as exc:
+            raise pytest.UsageError(f"--ctx-budget: {exc}") from None
+        self.without_budget = budgeted.without_budget
+        return budgeted.specs
+
+    def budget_note(self) -> str | None:
+        """Controller side, once per run: which strategies --ctx-budget could not
+        vary (they take no budget_tokens parameter)."""
+        if not self.options.budgets:
+            return None
+        try:
+            _ = self.strategies
+        except pytest.UsageError:
+            return None
+        if not self.without_budget:
+            return None
+        names = ", ".join(self.without_budget)
+        if len(self.without_budget) == 1:
+            return f"--ctx-budget: {names} takes no budget_tokens parameter; it ran once"
+        return f"--ctx-budget: {names} take no budget_tokens parameter; each ran once"
 
     def prepare_collection(self) -> None:
         """What collecting a scenario needs: the strategies, and a model that
@@ -185,6 +215,9 @@ class CtxSession:
                     context_window=options.context_window,
                     max_tokens=options.max_tokens,
                     deadline_s=options.timeout,
+                    sweep_every=options.sweep_every,
+                    cache_model=options.cache_model,
+                    seconds_per_request=options.seconds_per_turn,
                 ),
                 selection=self.selection,
             )
@@ -216,6 +249,7 @@ class CtxSession:
     def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
         """Controller side: an ``error`` record for an item whose xdist worker
         died while running it (the worker could send none)."""
+        from .evaluate.sweep import sweep_turn
         from .gate.shard import parse_nodeid
         from .results.record import ResultRecord
 
@@ -227,6 +261,7 @@ class CtxSession:
             strategy=strategy,
             model=self.options.model,
             probe=probe,
+            probe_turn=sweep_turn(probe),
             repeat=self.options.repeat,
             verdict="error",
             classification="error",

@@ -69,3 +69,36 @@ def test_anthropic_gets_no_automatic_discount() -> None:
     assert prices is not None and prices.cached_input < prices.input
     cost = request_cost(model, 5000, 10, shared_prefix_tokens=5000)
     assert cost.cached_tokens == 0 and cost.cached_cost_usd == cost.cost_usd
+
+
+# -- the session's prices, by the provider's cache rules ---------------------------------------
+
+
+def test_anthropic_prices_cache_writes_at_a_premium_and_reads_at_a_tenth() -> None:
+    from pytest_ctxeval.llm.costs import cache_discount_usd, cache_prices, cache_rules
+
+    model = "anthropic/claude-haiku-4-5"
+    rules = cache_rules(model)
+    assert (rules.name, rules.min_tokens) == ("anthropic", 2048)
+    prices = cache_prices(model, rules)
+    assert prices is not None
+    assert prices.cache_write == pytest.approx(1.25 * prices.input)
+    assert prices.cache_read == pytest.approx(0.1 * prices.input)
+    # Writing costs more than it saves on the same request; reading saves 90 %.
+    assert cache_discount_usd(prices, 0, 1000) == pytest.approx(-250 * prices.input)
+    assert cache_discount_usd(prices, 1000, 0) == pytest.approx(900 * prices.input)
+
+
+def test_openai_session_requests_price_reads_at_the_cached_price() -> None:
+    from pytest_ctxeval.llm.costs import RequestUse, cache_prices, cache_rules, priced_requests
+
+    rules = cache_rules("gpt-4o-mini")
+    assert rules.name == "openai"
+    cost = priced_requests(
+        cache_prices("gpt-4o-mini", rules),
+        [RequestUse(2000, 0, 0, 100), RequestUse(3000, 1920, 0, 100)],
+    )
+    assert cost.cost_usd == pytest.approx(5000 * INPUT + 200 * OUTPUT)
+    assert cost.cached_cost_usd == pytest.approx(
+        (5000 - 1920) * INPUT + 1920 * CACHED + 200 * OUTPUT
+    )

@@ -176,6 +176,18 @@ def test_rules_fail_only_the_strategy_that_moved_past_its_limit() -> None:
     assert check_rules(parse_rules("full:pass_rate:-0.05"), down, baseline) == []
 
 
+def test_the_cost_rule_counts_each_session_once_and_each_probe() -> None:
+    # Two probes of one session: the session's $1.00 is one cost, not two.
+    was = [rec(p, cost_usd=0.01, session_cost_usd=1.0) for p in ("p1", "p2")]
+    baseline = baseline_from_records(was)
+    same = [rec(p, cost_usd=0.01, session_cost_usd=1.0) for p in ("p1", "p2")]
+    assert check_rules(parse_rules("cost:+5%"), same, baseline) == []
+    dearer = [rec(p, cost_usd=0.01, session_cost_usd=1.2) for p in ("p1", "p2")]
+    (breach,) = check_rules(parse_rules("cost:+5%"), dearer, baseline)
+    # 1.00 + 2 x 0.01 -> 1.20 + 2 x 0.01
+    assert "1.02 -> 1.22" in str(breach), str(breach)
+
+
 def test_shards_are_stable_and_cover_everything_once() -> None:
     assert parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "x", "1/0"):
@@ -210,6 +222,6 @@ def test_markdown_summary_tables_and_escapes() -> None:
     now = [rec("p|1", "context_loss")]
     text = markdown_summary(now, comparison=compare(now, baseline))
     assert text.startswith("## ctxeval: 1 items, 1 strategies, 1 regression against the baseline")
-    assert "| headtail | 0/1 | 1 | 0 | 0 | 1,000 | 0.0100 |" in text
+    assert "| headtail | 0/1 | 1 | 0 | 0 | 1,000 | – | 0.0100 | 0.0100 |" in text
     assert "p\\|1" in text and "| p|1" not in text
     assert "ok | context_loss" in text

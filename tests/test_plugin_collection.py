@@ -156,16 +156,17 @@ def test_unknown_mock_model_is_reported_before_anything_runs(ctx):
 # -- which YAML is a scenario --------------------------------------------------------------
 
 
-def test_yaml_outside_the_scenario_dirs_is_not_collected(ctx):
+def test_yaml_outside_the_scenario_dirs_is_collected_only_from_a_named_folder(ctx):
     ctx.scenario("pair", TWO_SCENARIOS)
     ctx.write(".github/workflows/ci.yml", "on: [push]\njobs: {test: {runs-on: ubuntu-latest}}\n")
     ctx.write("docker-compose.yml", "services:\n  db:\n    image: postgres:16\n")
     # A valid scenario in the wrong place: it would add items if collected.
     ctx.write("fixtures/looks_like_a_scenario.yaml", one_scenario("misplaced"))
     assert ctx.collect_ids(FOUR_OPTION) == expected_ids()
-    # Even when its directory is named on the command line.
-    result = ctx.run("--collect-only", "-q", "fixtures", ".github")
-    assert item_ids(result) == []
+    # A folder named on the command line is searched, but only for files that
+    # look like scenarios: the workflow file stays other YAML.
+    result = ctx.run("--collect-only", "-q", "--ctx-strategy=full", "fixtures", ".github")
+    assert item_ids(result) == ["fixtures/looks_like_a_scenario.yaml::misplaced::launch-code[full]"]
     assert "error" not in output(result).lower()
 
 

@@ -279,6 +279,23 @@ def test_items_table_has_a_row_per_record_with_its_outcome(records):
     assert [int(r[0]) for r in rows] == list(range(len(records)))
 
 
+def test_probes_with_the_same_fact_states_share_one_table(records):
+    # Two probes of one session see the same facts in the same states: one
+    # table in the report, not one per probe (an imported conversation has
+    # hundreds of probes and hundreds of facts).
+    lost = next(r for r in records if r.fact_survival)
+    twin = lost.model_copy(update={"probe": "twin"})
+    html = render_report([*records, twin])
+    data = embedded_data(html)
+    first = item(html, lost.scenario, lost.strategy, lost.probe)
+    second = item(html, twin.scenario, twin.strategy, "twin")
+    assert data["facts"][first["facts"]] == lost.fact_survival
+    assert first["facts"] == second["facts"]
+    assert len(data["facts"]) == len(
+        {tuple(sorted(r.fact_survival.items())) for r in records if r.fact_survival}
+    )
+
+
 def test_every_item_has_its_drilldown_data(records):
     html = render_report(records)
     data = embedded_data(html)
@@ -289,7 +306,7 @@ def test_every_item_has_its_drilldown_data(records):
     assert lost["failed_checks"] == ["contains_any: none of ['secret-9981'] in answer"]
     assert data["texts"][lost["answer"]] == "I do not know the key."
     assert data["texts"][lost["truth"]] == "The key is secret-9981."
-    assert lost["facts"] == {"api-key": "in_store", "no-req": "gone"}
+    assert data["facts"][lost["facts"]] == {"api-key": "in_store", "no-req": "gone"}
     assert lost["tokens"]["prompt"] == 100 and lost["tokens"]["full"] == 500
     # The word diff runs from the full-context answer to the strategy's.
     assert lost["diff"] == [

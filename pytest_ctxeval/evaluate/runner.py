@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
-from ..llm.costs import cache_savings_usd
+from ..llm.mock_client import model_client
+from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
 from ..report.run_info import plain, strategy_params
 from ..results.record import ResultRecord, sealed
@@ -40,8 +41,10 @@ from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer, ask
 from .scoring import check_answer
+from .session_costs import cache_rules_named, fill_session_fields, probe_cached_cost_usd
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
+from .sweep import history, planted_facts, probe_turn, sweep_cuts, sweep_probes, trace_at
 from .uncheckable import UncheckableAnswer
 from .window_trace import window_trace
 from .workers import run_jobs
@@ -74,6 +77,12 @@ class EvalSettings:
     record: RecordMode = "new"
     # Model calls in flight at once in this process; 1 = one probe at a time.
     concurrency: int = 8
+    # --ctx-sweep: also ask every probe at every this-many-th user turn; None = off.
+    sweep_every: int | None = None
+    # The prompt-cache rules ("openai", "anthropic"; None = the model's
+    # provider's) and the simulated time between a session's requests.
+    cache_model: str | None = None
+    seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST
 
 
 @dataclass
@@ -131,7 +140,8 @@ class Evaluator:
     def _client(
         self, model: str, api_base: str | None, cassettes: CassetteStore | None
     ) -> ModelClient:
-        return ModelClient(
+        # The mocks answer in-process: no litellm import, no per-call overhead.
+        return model_client(
             model,
             api_base=api_base,
             cassettes=cassettes,
@@ -151,9 +161,10 @@ class Evaluator:
             # Once per run: a re-run of an item (e.g. rerunfailures) asks only itself.
             self._batched.add(run)
             wanted = self.selection.get(run)
+            sweep = self.settings.sweep_every
             probes = [
                 p
-                for p in conversation.probes
+                for p in [*conversation.probes, *sweep_probes(conversation, sweep)]
                 if p.id == probe.id or wanted is None or p.id in wanted
             ]
         try:
@@ -246,25 +257,27 @@ class Evaluator:
         record = _new_record(conversation, spec, probe, source, model)
         item = _Pending(probe, record)
         try:
-            item.trace = trace = self._trace(conversation, spec, source)
+            item.trace = trace = trace_at(self._trace(conversation, spec, source), probe)
             record.session_prompt_tokens = [r.prompt_tokens for r in trace.requests]
+            fill_session_fields(record, trace, model)
             record.strategy_params = strategy_params(spec, trace.strategy)
             # The fork still counts into the shared trace: take this probe's
-            # share, then put the session's totals back for the next probe.
+            # share (the session's calls are counted once, in session_*), then
+            # put the session's totals back for the next probe.
             totals = (trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens)
             try:
                 strategy = fork_strategy(trace.strategy)
                 strategy.add({"role": "user", "content": probe.question})
                 window = strategy.window()
             finally:
-                item.strategy_calls = trace.strategy_calls
-                item.strategy_cost_usd = trace.strategy_cost_usd
-                item.strategy_input_tokens = trace.strategy_prompt_tokens
+                item.strategy_calls = trace.strategy_calls - totals[0]
+                item.strategy_cost_usd = trace.strategy_cost_usd - totals[1]
+                item.strategy_input_tokens = trace.strategy_prompt_tokens - totals[2]
                 trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens = totals
         except Exception as exc:  # a strategy bug is this item's error, not the run's
             record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
             return item
-        given = [*conversation.messages, {"role": "user", "content": probe.question}]
+        given = [*history(conversation, probe), {"role": "user", "content": probe.question}]
         record.window_trace = window_trace(
             given,
             window.messages,
@@ -273,7 +286,9 @@ class Evaluator:
             tools_tokens=partial(tools_tokens, model=model),
         )
         record.fact_survival = fact_survival(
-            conversation.facts, window, coincidental=conversation.coincidental_answers
+            planted_facts(conversation, probe),
+            window,
+            coincidental=conversation.coincidental_answers,
         )
         record.prompt_tokens = window_tokens(window.messages, window.tools, model)
         record.cached_prefix_tokens = shared_prefix_tokens(
@@ -283,6 +298,10 @@ class Evaluator:
             previous_tools=item.trace.last_tools,
             tools=window.tools,
         )
+        if item.trace.cache is not None:
+            use = item.trace.cache.peek(window.messages, window.tools)
+            record.probe_cached_tokens = use.cached_tokens
+            record.probe_cache_write_tokens = use.write_tokens
         broken = window_violations(given, window, keep_system=keeps_system_prompt(spec.params))
         if broken:
             # A window that breaks the rules would make any verdict meaningless.
@@ -317,10 +336,7 @@ class Evaluator:
         record.retrievals = item.retrievals
         record.cost_usd = sum(a.cost_usd for a in asked) + item.strategy_cost_usd
         # What the provider's prompt cache would take off the probe request.
-        savings = cache_savings_usd(
-            self.settings.model, record.cached_prefix_tokens, record.prompt_tokens
-        )
-        record.cached_cost_usd = max(record.cost_usd - savings * len(asked), 0.0)
+        record.cached_cost_usd = probe_cached_cost_usd(record, self.settings.model, len(asked))
         record.latency_s = round(sum(a.latency_s for a in asked), 6)
         record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(first.request_tokens)
         record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *first.request_tokens])
@@ -405,14 +421,20 @@ class Evaluator:
             context = CallContext(conversation.id, spec.name, None, "strategy call in the session")
             with call_context(context):
                 self._traces[key] = simulate(
-                    conversation, strategy, client=self.client, model=self.settings.model
+                    conversation,
+                    strategy,
+                    client=self.client,
+                    model=self.settings.model,
+                    fork_at=sweep_cuts(conversation, self.settings.sweep_every),
+                    cache_rules=cache_rules_named(self.settings.cache_model),
+                    seconds_per_request=self.settings.seconds_per_request,
                 )
         return self._traces[key]
 
 
 def _full_window(conversation: Conversation, probe: ProbeCase, model: str) -> tuple[Window, int]:
     """The ground truth's request: every message of every chat, then the probe."""
-    messages = [*conversation.messages, {"role": "user", "content": probe.question}]
+    messages = [*history(conversation, probe), {"role": "user", "content": probe.question}]
     return Window(messages), window_tokens(messages, None, model)
 
 
@@ -499,6 +521,7 @@ def _new_record(
     conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str, model: str
 ) -> ResultRecord:
     """The record of one item before anything is known: an error until scored."""
+    given = history(conversation, probe)
     return ResultRecord(
         scenario=conversation.id,
         scenario_file=source,
@@ -508,10 +531,14 @@ def _new_record(
         verdict="error",
         classification="error",
         expected=_expected(probe),
-        turns=sum(1 for m in conversation.messages if m["role"] != "system"),
+        turns=sum(1 for m in given if m["role"] != "system"),
+        probe_turn=probe_turn(conversation, probe),
+        constraint=probe.constraint,
+        evidence=list(probe.evidence),
         strategy_params=plain(spec.params),
         tags=list(conversation.scenario.tags),
-        needle_depth=_needle_depth(conversation, probe),
+        # A depth is of the whole session: a sweep point sees only part of it.
+        needle_depth=_needle_depth(conversation, probe) if given is conversation.messages else None,
     )
 
 

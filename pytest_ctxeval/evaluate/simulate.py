@@ -4,14 +4,17 @@ at every model call (every assistant message of the session is one call)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST, CacheRules, PromptCache
 from ..llm.tokens import PromptMeter
 from ..scenario.build import Conversation
-from ..strategies.base import ContextStrategy, Message, StrategyContext
+from ..strategies.base import ContextStrategy, Message, StrategyContext, fork_strategy
+from .session_ledger import SessionLedger
 
 
 @dataclass(frozen=True)
@@ -19,6 +22,16 @@ class RequestStats:
     message_index: int  # the assistant message this request produced
     prompt_tokens: int
     shared_prefix_tokens: int
+    # What the provider's prompt cache served and took (see llm.prompt_cache),
+    # the reply's tokens, and the strategy's work for this call (see
+    # evaluate.session_ledger).
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    strategy_calls: int = 0
+    evicted_tokens: int = 0
+    stored_tokens: int = 0
+    summarised_tokens: int = 0
 
 
 @dataclass
@@ -38,6 +51,30 @@ class SessionTrace:
     # these are the sub-call tokens.
     strategy_prompt_tokens: int = 0
     strategy_completion_tokens: int = 0
+    # --ctx-sweep: the trace as it stood before the message at each index,
+    # with a fork of the strategy (see evaluate.sweep).
+    forks: dict[int, SessionTrace] = field(default_factory=dict)
+    # Counts the strategy's own model calls into a trace; a fork's calls go
+    # into the trace it is pointed at (see ``counting_into``).
+    counter: StrategyCallCounter | None = field(default=None, repr=False)
+    # The provider's prompt cache after the session's requests: the probe reads from it.
+    cache: PromptCache | None = field(default=None, repr=False)
+
+    def snapshot(self) -> SessionTrace:
+        """This trace as it stands, with a fork of the strategy."""
+        return dataclasses.replace(
+            self,
+            strategy=fork_strategy(self.strategy),
+            requests=list(self.requests),
+            forks={},
+            cache=self.cache.fork() if self.cache is not None else None,
+        )
+
+    def counting_into(self) -> SessionTrace:
+        """This trace, with the strategy's own calls from now on counted into it."""
+        if self.counter is not None:
+            self.counter.trace = self
+        return self
 
     @property
     def cumulative_input_tokens(self) -> int:
@@ -102,16 +139,27 @@ def parse_structured(content: str) -> dict[str, Any]:
 
 
 def simulate(
-    conversation: Conversation, strategy: ContextStrategy, *, client: Any, model: str
+    conversation: Conversation,
+    strategy: ContextStrategy,
+    *,
+    client: Any,
+    model: str,
+    fork_at: set[int] | frozenset[int] = frozenset(),
+    cache_rules: CacheRules | None = None,
+    seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST,
 ) -> SessionTrace:
+    """``cache_rules``: the provider's prompt cache (None = the model's
+    provider's, see ``costs.cache_rules``); requests ``seconds_per_request`` apart."""
     from ..llm.tokens import count_text_tokens
 
     trace = SessionTrace(strategy=strategy)
     setup = getattr(strategy, "setup", None)
     if callable(setup):
-        counter = StrategyCallCounter(client, trace)
+        counter = trace.counter = StrategyCallCounter(client, trace)
         setup(counter.context(lambda text: count_text_tokens(text, model)))
     meter = PromptMeter(model)
+    ledger = session_ledger(model, cache_rules, seconds_per_request)
+    trace.cache = ledger.cache
     previous: list[Message] = []
     previous_tools: list[dict[str, Any]] = []
     new_chats = set(conversation.session_starts)
@@ -120,13 +168,42 @@ def simulate(
             end_session = getattr(strategy, "end_session", None)
             if callable(end_session):
                 end_session()
+        if index in fork_at:
+            # After a chat's end: a probe asked as a new chat's first turn is in the new chat.
+            trace.last_window, trace.last_tools = previous, previous_tools
+            trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
             tokens, shared = meter.measure(window.messages, window.tools)
-            trace.requests.append(RequestStats(index, tokens, shared))
+            parts = ledger.request(window, message, trace.strategy_calls)
+            trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
             previous, previous_tools = window.messages, window.tools
         # A copy: a strategy that edits what it is given must not reach the
         # session, the ground truth or the other strategies.
-        strategy.add(copy.deepcopy(message))
+        given = copy.deepcopy(message)
+        ledger.given(given)
+        strategy.add(given)
     trace.last_window, trace.last_tools = previous, previous_tools
     return trace
+
+
+def session_ledger(
+    model: str, rules: CacheRules | None, seconds_per_request: float
+) -> SessionLedger:
+    from ..llm import tokens
+    from ..llm.costs import cache_rules
+
+    def reply_tokens(message: Message) -> int:
+        return max(tokens.message_tokens(message, model) - tokens.PER_MESSAGE_OVERHEAD, 0)
+
+    def count_message(message: Message) -> int:
+        return tokens.message_tokens(message, model)
+
+    cache = PromptCache(
+        rules or cache_rules(model),
+        count_message,
+        lambda tools: tokens.tools_tokens(list(tools), model),
+        request_overhead=tokens.PER_REQUEST_OVERHEAD,
+        seconds_per_request=seconds_per_request,
+    )
+    return SessionLedger(cache, lambda text: tokens.count_text_tokens(text, model), reply_tokens)

@@ -45,6 +45,8 @@ class BaselineEntry(BaseModel):
     prompt_tokens: int = 0
     cumulative_input_tokens: int = 0
     cost_usd: float = 0.0
+    # The probe's session, priced once per session (absent from older baselines).
+    session_cost_usd: float = 0.0
 
     @property
     def key(self) -> Key:

@@ -133,6 +133,7 @@ def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
             "cumulative_input_tokens",
             "prompt_tokens",
             "cost_usd",
+            "session_cost_usd",
             "passed",
             "context_loss",
         ],
@@ -142,14 +143,19 @@ def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 def _metrics(frame: pd.DataFrame) -> pd.DataFrame:
     """Per strategy: every metric in METRICS."""
     by_strategy = frame.groupby("strategy")
-    sessions = frame.groupby(["strategy", "session"])["cumulative_input_tokens"].max()
+    # Session figures repeat in each probe's record: count them once per session.
+    sessions = frame.groupby(["strategy", "session"])[
+        ["cumulative_input_tokens", "session_cost_usd"]
+    ].max()
+    per_strategy = sessions.groupby(level="strategy").sum()
     import pandas as pd
 
     return pd.DataFrame(
         {
-            "tokens": sessions.groupby(level="strategy").sum(),
+            "tokens": per_strategy["cumulative_input_tokens"],
             "prompt_tokens": by_strategy["prompt_tokens"].mean(),
-            "cost": by_strategy["cost_usd"].sum(),
+            # The session's requests once, plus each probe's own asks.
+            "cost": per_strategy["session_cost_usd"] + by_strategy["cost_usd"].sum(),
             "pass_rate": by_strategy["passed"].mean(),
             "context_loss": by_strategy["context_loss"].sum(),
         }
@@ -165,6 +171,7 @@ def _row(item: ResultRecord | BaselineEntry) -> dict[str, object]:
         "cumulative_input_tokens": item.cumulative_input_tokens,
         "prompt_tokens": item.prompt_tokens,
         "cost_usd": item.cost_usd,
+        "session_cost_usd": item.session_cost_usd,
         "passed": passed,
         "context_loss": int(item.classification == "context_loss"),
     }

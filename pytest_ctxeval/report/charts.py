@@ -178,7 +178,8 @@ class SeriesChart:
 def prompt_series_charts(df: pd.DataFrame) -> list[SeriesChart]:
     """Per scenario (longest session first): the prompt tokens of every model
     call of the simulated session, then of the probe, per strategy, ``full``
-    in ink.  Scenarios with fewer than two calls are left out."""
+    in ink; dotted in the same colour, the tokens the provider's prompt cache
+    would serve of each call.  Scenarios with fewer than two calls are left out."""
     if df.empty or "session_prompt_tokens" not in df:
         return []
     first = df.drop_duplicates(["scenario", "strategy", "budget"])
@@ -187,6 +188,7 @@ def prompt_series_charts(df: pd.DataFrame) -> list[SeriesChart]:
     palette = colours(names)
     for scenario, rows in first.groupby("scenario", sort=True):
         series: dict[str, list[int]] = {}
+        cached: dict[str, list[int]] = {}
         for _, row in rows.sort_values("strategy").iterrows():
             tokens = [*list(row["session_prompt_tokens"] or []), int(row["prompt_tokens"])]
             if not row["session_prompt_tokens"] or not row["prompt_tokens"]:
@@ -195,13 +197,28 @@ def prompt_series_charts(df: pd.DataFrame) -> list[SeriesChart]:
             if not pd.isna(row["budget"]):
                 name += f" @ {int(row['budget']):,}"
             series[name] = tokens
+            cached[name] = _cached_series(row, len(tokens))
         calls = max((len(s) for s in series.values()), default=0)
         if calls >= 2:
-            charts.append(SeriesChart(str(scenario), calls, _series_svg(series, palette)))
+            svg = _series_svg(series, palette, cached)
+            charts.append(SeriesChart(str(scenario), calls, svg))
     return sorted(charts, key=lambda c: (-c.calls, c.scenario))
 
 
-def _series_svg(series: dict[str, list[int]], palette: dict[str, str]) -> Markup:
+def _cached_series(row: pd.Series, calls: int) -> list[int]:
+    """Cached tokens per call (the probe's last); empty when nothing was cached."""
+    per_request = row.get("session_requests")
+    values = list((per_request or {}).get("cached_tokens") or [])
+    probe = row.get("probe_cached_tokens")
+    values.append(int(probe) if isinstance(probe, (int, float)) and probe == probe else 0)
+    return values if any(values) and len(values) == calls else []
+
+
+def _series_svg(
+    series: dict[str, list[int]],
+    palette: dict[str, str],
+    cached: dict[str, list[int]] | None = None,
+) -> Markup:
     width, height = 720, 300
     left, right, top, bottom = 58, 16, 14, 40
     calls = max(len(s) for s in series.values())
@@ -224,6 +241,15 @@ def _series_svg(series: dict[str, list[int]], palette: dict[str, str]) -> Markup
             f'<polyline class="{css}" stroke="{colour}" points="{line}">'
             f"<title>{escape(name)}: {values[-1]:,} tokens at the probe</title></polyline>"
         )
+        hits = (cached or {}).get(name)
+        if hits:
+            dots = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(hits))
+            share = sum(hits) / (sum(values) or 1)
+            parts.append(
+                f'<polyline class="series cached" stroke="{colour}" stroke-dasharray="2 3" '
+                f'points="{dots}"><title>{escape(name)}: cached tokens per call '
+                f"({share:.0%} of its input)</title></polyline>"
+            )
     parts.append("</svg>")
     legend = "".join(
         f'<li><span class="swatch" style="background:{palette.get(n.split(" @ ")[0], MUTED)}">'
@@ -353,3 +379,45 @@ def baseline_chart(comparison: Comparison | None) -> Markup:
         parts.append("</g>")
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+def rate_by_turn_chart(curves: dict[str, list[tuple[int, int, int]]], what: str) -> Markup:
+    """A rate (0..1) by probe turn, one line per strategy, ``full`` in ink:
+    the forgetting curve (``what`` = "pass rate") or the constraint-violation
+    rate.  ``curves``: strategy -> (probe turn, hits, asks), turns ascending
+    (see ``report.sweeps``).  Empty without at least two turns to join."""
+    turns = sorted({t for points in curves.values() for t, _, _ in points})
+    if len(turns) < 2:
+        return Markup("")
+    width, height = 720, 300
+    left, right, top, bottom = 58, 16, 14, 40
+    x = Scale(turns[0], turns[-1], left, width - right)
+    y = Scale(0.0, 1.0, height - bottom, top)
+    palette = colours(sorted(curves))
+    parts = [svg_open(width, height, f"{what.capitalize()} by probe turn, per strategy")]
+    parts += _grid(x, y, width - right, left, height - bottom, top, percent_y=True)
+    parts.append(
+        f'<text class="axis" x="{(left + width - right) / 2}" y="{height - 6}" '
+        'text-anchor="middle">probe turn (the user turn the probe was asked as)</text>'
+    )
+    for name in sorted(curves, key=lambda n: n == "full"):
+        points = curves[name]
+        colour = palette.get(name, MUTED)
+        line = " ".join(f"{x(t):.1f},{y(hits / asks):.1f}" for t, hits, asks in points)
+        css = "series full" if name == "full" else "series"
+        dots = "".join(
+            f'<circle cx="{x(t):.1f}" cy="{y(hits / asks):.1f}" r="2.5" fill="{colour}">'
+            f"<title>{escape(name)}, turn {t}: {hits}/{asks}</title></circle>"
+            for t, hits, asks in points
+        )
+        parts.append(
+            f'<g><polyline class="{css}" stroke="{colour}" points="{line}">'
+            f"<title>{escape(name)}</title></polyline>{dots}</g>"
+        )
+    parts.append("</svg>")
+    legend = "".join(
+        f'<li><span class="swatch" style="background:{palette.get(n, MUTED)}"></span>'
+        f"{escape(n)}</li>"
+        for n in sorted(curves)
+    )
+    return Markup("".join(parts) + f'<ul class="chart-legend">{legend}</ul>')

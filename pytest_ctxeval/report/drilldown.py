@@ -15,6 +15,7 @@ import json
 import math
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +69,18 @@ def _append(ops: list[list[str]], op: str, text: str) -> None:
 
 @dataclass
 class DrilldownData:
-    """Texts, windows and items, each stored once, referenced by index."""
+    """Texts, windows, fact-survival tables and items, each stored once,
+    referenced by index: the probes of one session mostly share their
+    window's parts and their facts' states (an imported conversation has
+    hundreds of probes and hundreds of facts)."""
 
     texts: list[str] = field(default_factory=list)
     windows: list[list[dict[str, Any]]] = field(default_factory=list)
+    facts: list[dict[str, str]] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
     _text_ids: dict[str, int] = field(default_factory=dict)
     _window_ids: dict[str, int] = field(default_factory=dict)
+    _fact_ids: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
 
     def text(self, value: str | None) -> int | None:
         if value is None:
@@ -99,11 +105,25 @@ class DrilldownData:
             self.windows.append(stored)
         return self._window_ids[digest]
 
+    def fact_states(self, states: Mapping[str, str]) -> int | None:
+        if not states:
+            return None
+        key = tuple(sorted(states.items()))
+        if key not in self._fact_ids:
+            self._fact_ids[key] = len(self.facts)
+            self.facts.append(dict(key))
+        return self._fact_ids[key]
+
     def add(self, record: ResultRecord, outcome: str) -> None:
         self.items.append(item_data(self, record, outcome))
 
     def payload(self) -> dict[str, Any]:
-        return {"texts": self.texts, "windows": self.windows, "items": self.items}
+        return {
+            "texts": self.texts,
+            "windows": self.windows,
+            "facts": self.facts,
+            "items": self.items,
+        }
 
 
 def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[str, Any]:
@@ -128,7 +148,7 @@ def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[s
         "truth": data.text(record.ground_truth_answer),
         "diff": word_diff(record.ground_truth_answer, record.answer),
         "agreement": record.agreement,
-        "facts": record.fact_survival,
+        "facts": data.fact_states(record.fact_survival),
         "window": data.window(record.window_trace),
         "retrievals": [
             {**r, "text": data.text(r.get("text"))} if "text" in r else r for r in record.retrievals
@@ -146,11 +166,28 @@ def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[s
             "cost_usd": record.cost_usd,
             "cached_cost_usd": record.cached_cost_usd,
             "latency_s": record.latency_s,
+            # The session's, once per session (see docs/costs.md).
+            "session_cost_usd": record.session_cost_usd,
+            "session_cached_cost_usd": record.session_cached_cost_usd,
+            "session_strategy_calls": record.session_strategy_calls,
+            "cache_model": record.cache_model,
+            "cache_hit_ratio": record.session_cache_hit_ratio,
+            "cache_break": _first_break(record.cache_breaks, record.cache_break_count),
         },
         "params": record.strategy_params,
         "tags": record.tags,
         "show": _show_command(record),
     }
+
+
+def _first_break(breaks: list[dict[str, Any]], count: int) -> str | None:
+    """``request 7, message 0: timestamp (3 breaks)``; None when the prefix never broke."""
+    if not breaks:
+        return None
+    first = breaks[0]
+    where = "tools" if first.get("message") is None else f"message {first['message']}"
+    text = f"request {first.get('request')}, {where}: {first.get('reason')}"
+    return text + (f" ({count} breaks)" if count > 1 else "")
 
 
 def _show_command(record: ResultRecord) -> str | None:

@@ -33,8 +33,10 @@ from .charts import (
     tokens_chart,
 )
 from .drilldown import DrilldownData, script_json
+from .evidence import STATES, evidence_survival
 from .outcomes import FAIL_ON_DEFAULT, outcome_counts, pytest_outcome
 from .run_info import RunInfo
+from .sweeps import sweep_context
 
 __all__ = ["render_report", "tokens_chart", "write_report"]
 
@@ -203,10 +205,13 @@ def render_report(
         "pareto": pareto_chart(strategy_table(results_frame(records))) if records else "",
         "series": series,
         "heatmaps": depth_heatmaps(df),
+        **sweep_context(records),
         "comparison": comparison,
         "baseline_chart": baseline_chart(comparison),
         "items": _item_rows(records, outcomes),
         "tags": sorted({tag for r in records for tag in r.tags}),
+        "evidence": evidence_survival(records),
+        "evidence_states": STATES,
         "present": [c for c in CLASSIFICATIONS if any(r.classification == c for r in records)],
         "data": script_json(drilldown.payload()),
         "script": _asset("report.js.j2"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..gate.compare import Comparison
 from ..gate.rules import Breach
 from ..results.record import ResultRecord
+from .evidence import evidence_markdown
 
 _OTHER = ("divergent", "unstable", "beyond_context", "error")
 
@@ -12,6 +13,10 @@ _OTHER = ("divergent", "unstable", "beyond_context", "error")
 def _cell(text: object) -> str:
     """Table cells come from scenario names and ids: keep them from breaking the table."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _percent(value: float) -> str:
+    return "–" if value != value else f"{value:.0%}"  # NaN: no session tokens
 
 
 def markdown_summary(
@@ -30,16 +35,22 @@ def markdown_summary(
         headline += f", {n} regression{'s' if n != 1 else ''} against the baseline"
     lines = [f"## {title}: {headline}", ""]
     lines += [
-        "| strategy | passed | context_loss | model_miss | other | input tokens | cost (USD) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| strategy | passed | context_loss | model_miss | other | input tokens | cache hit "
+        "| cost (USD) | cost per task (USD) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in summary.iterrows():
         other = sum(int(row[c]) for c in _OTHER)
         lines.append(
             f"| {_cell(name)} | {int(row['passed'])}/{int(row['items'])} "
             f"| {int(row['context_loss'])} | {int(row['model_miss'])} | {other} "
-            f"| {int(row['cumulative_input_tokens']):,} | {row['cost_usd']:.4f} |"
+            f"| {int(row['cumulative_input_tokens']):,} | {_percent(row['cache_hit_ratio'])} "
+            f"| {row['cost_usd']:.4f} | {row['cost_per_task_usd']:.4f} |"
         )
+    from .sweeps import sweep_markdown_lines
+
+    lines += sweep_markdown_lines(records)
+    lines += evidence_markdown(records)
     if comparison is not None:
         lines += _comparison_lines(comparison)
     if breaches:

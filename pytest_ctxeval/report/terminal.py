@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..results.record import ResultRecord
+from .evidence import evidence_lines
 from .terminal_text import printable
 
 
@@ -17,7 +18,8 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
     # Integer columns only: iterrows over mixed int/float columns yields floats.
     others = ["divergent", "unstable", "beyond_context", "error"]
     cols = ["items", "passed", "context_loss", "model_miss", *others]
-    summary = strategy_summary(records_frame(records))[[*cols, "cumulative_input_tokens"]]
+    full = strategy_summary(records_frame(records))
+    summary = full[[*cols, "cumulative_input_tokens"]]
     rows = [
         (
             printable(str(name)),
@@ -26,6 +28,8 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
             str(row["model_miss"]),
             str(sum(row[c] for c in others)),
             f"{row['cumulative_input_tokens']:,}",
+            _ratio(float(full.at[name, "cache_hit_ratio"])),  # type: ignore[arg-type]
+            f"${float(full.at[name, 'cost_per_task_usd']):.4f}",  # type: ignore[arg-type]
         )
         for name, row in summary.iterrows()
     ]
@@ -35,10 +39,21 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
         f"{'strategy' if len(rows) == 1 else 'strategies'}"
     )
     lines = [header]
-    for name, passed, loss, miss, other, tokens in rows:
+    # cache hit: cached / input tokens over the sessions' requests, shown
+    # when sessions were simulated; cost/task: a scenario's session once plus
+    # its probes (docs/costs.md), shown when the sessions were priced.
+    show_hits = bool(full["cache_hit_ratio"].notna().any())
+    show_cost = any(r.session_cost_usd > 0 for r in records)
+    for name, passed, loss, miss, other, tokens, hits, task in rows:
         lines.append(
             f"{name:<{widths[0]}}  passed {passed:>{widths[1]}}"
             f"  context_loss {loss:>{widths[2]}}  model_miss {miss:>{widths[3]}}"
             f"  other {other:>{widths[4]}}  tokens {tokens:>{widths[5]}}"
+            + (f"  cache hit {hits:>{widths[6]}}" if show_hits else "")
+            + (f"  cost/task {task:>{widths[7]}}" if show_cost else "")
         )
-    return lines
+    return lines + [printable(line) for line in evidence_lines(records)]
+
+
+def _ratio(value: float) -> str:
+    return "-" if value != value else f"{value:.0%}"  # NaN: no session tokens

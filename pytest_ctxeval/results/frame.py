@@ -6,7 +6,10 @@ top-level import is fine here but callers must import this module lazily.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
+from pandas.core.groupby import DataFrameGroupBy
 
 from .record import CLASSIFICATIONS, ResultRecord
 
@@ -35,6 +38,20 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "cost_usd",
     "memory_retrievals",
     "tokens_saved_vs_full",
+    "cost_per_task_usd",
+    "cache_hit_ratio",
+)
+# One simulated session: every probe (and repeat) of a scenario under one
+# strategy, model and budget shares it (see ResultRecord's per-session fields).
+SESSION_KEYS = ["scenario_file", "scenario", "strategy", "model", "budget"]
+SESSION_COLUMNS = (
+    "session_input_tokens",
+    "session_output_tokens",
+    "session_cached_tokens",
+    "session_cache_write_tokens",
+    "session_cost_usd",
+    "session_cached_cost_usd",
+    "session_strategy_calls",
 )
 
 
@@ -58,9 +75,39 @@ def session_tokens(df: pd.DataFrame) -> pd.Series:
     session, then sum the sessions. Budget is part of the key because a budget
     sweep simulates one session per budget.
     """
-    keys = ["strategy", "scenario", "budget"]
-    per_session = df.groupby(keys, dropna=False)["cumulative_input_tokens"].max()
-    return per_session.groupby(level="strategy").sum()
+    per_session = df.groupby(SESSION_KEYS, dropna=False, observed=True)[
+        "cumulative_input_tokens"
+    ].max()
+    return per_session.groupby(level="strategy", observed=True).sum()
+
+
+def session_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per simulated session (``SESSION_KEYS``): its per-session
+    figures once, however many probes it had, and ``probes`` and
+    ``probe_cost_usd`` (their ``cost_usd`` summed).  A ``--ctx-sweep`` point
+    asks from part of the session: the whole session's figures (the largest)
+    are the ones kept."""
+    columns = [*SESSION_KEYS, *SESSION_COLUMNS, "cost_usd", "cached_cost_usd"]
+    if df.empty:
+        return pd.DataFrame(columns=[*columns, "probes", "probe_cost_usd", "task_cost_usd"])
+    grouped = df.groupby(SESSION_KEYS, dropna=False, observed=True, sort=True)
+    sessions = grouped[list(SESSION_COLUMNS)].max()
+    sessions["probes"] = grouped.size()
+    sessions["probe_cost_usd"] = grouped["cost_usd"].sum()
+    sessions["probe_cached_cost_usd"] = grouped["cached_cost_usd"].sum()
+    sessions["task_cost_usd"] = sessions["session_cost_usd"] + sessions["probe_cost_usd"]
+    sessions["task_cached_cost_usd"] = (
+        sessions["session_cached_cost_usd"] + sessions["probe_cached_cost_usd"]
+    )
+    return sessions.reset_index()
+
+
+def hit_ratios(sessions: DataFrameGroupBy[Any, Any]) -> pd.Series:
+    """Per group of sessions: cached input tokens over input tokens, every
+    session's requests counted once; NaN without input tokens."""
+    sums = sessions[["session_cached_tokens", "session_input_tokens"]].sum()
+    inputs = sums["session_input_tokens"].astype(float)
+    return sums["session_cached_tokens"] / inputs.where(inputs > 0)
 
 
 def strategy_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -75,7 +122,6 @@ def strategy_summary(df: pd.DataFrame) -> pd.DataFrame:
             items=("verdict", "size"),
             passed=("_passed", "sum"),
             mean_prompt_tokens=("prompt_tokens", "mean"),
-            cost_usd=("cost_usd", "sum"),
             memory_retrievals=("memory_retrievals", "sum"),
             _prompt_sum=("prompt_tokens", "sum"),
             _full_sum=("full_prompt_tokens", "sum"),
@@ -87,6 +133,11 @@ def strategy_summary(df: pd.DataFrame) -> pd.DataFrame:
     )
     out = base.join(counts).fillna({c: 0 for c in CLASSIFICATIONS})
     out["cumulative_input_tokens"] = session_tokens(df)
+    # Probes' costs plus each session's once; a task is one scenario's session and its probes.
+    tasks = session_frame(df).groupby("strategy", observed=True)
+    out["cost_usd"] = tasks["task_cost_usd"].sum()
+    out["cost_per_task_usd"] = tasks["task_cost_usd"].mean()
+    out["cache_hit_ratio"] = hit_ratios(tasks)
     # Undefined (NaN) rather than 0 or 1 when no full-context size is known.
     full = out["_full_sum"].where(out["_full_sum"] > 0)
     out["tokens_saved_vs_full"] = 1 - out["_prompt_sum"] / full

@@ -76,13 +76,20 @@ class ResultRecord(BaseModel):
     cached_cost_usd: float = 0.0
     latency_s: float = 0.0
     llm_calls: int = 0
-    # The strategy's own model calls (summaries, sub-agents) and their input
-    # tokens, also included in llm_calls and cost_usd.
+    # The strategy's own model calls (summaries, sub-agents) made to build the
+    # probe's window, and their input tokens, also included in llm_calls and
+    # cost_usd; the session's are in session_strategy_*.
     strategy_calls: int = 0
     strategy_input_tokens: int = 0
     memory_retrievals: int = 0
     error: str | None = None
+    # The token budget the strategy ran at under --ctx-budget; None otherwise.
     budget: int | None = None
+    # The user turn the probe was asked as: N+1 after a session of N user
+    # turns, earlier at a --ctx-sweep point (see evaluate.sweep).
+    probe_turn: int | None = None
+    # The constraint the probe checks, if any (the constraint-violation rate counts these).
+    constraint: str | None = None
     # Fraction of the asks that met the expectation (or agreed with the
     # full-context answer), with its 95 % Wilson interval; None when unscored.
     pass_rate: float | None = None
@@ -111,8 +118,46 @@ class ResultRecord(BaseModel):
     # The depth (0..1 of the session's tokens) of the needle the probe asks
     # about, when it was planted at a depth; ``turns`` is the session's length.
     needle_depth: float | None = None
+    # The needles the scenario cites as the evidence for this probe's answer;
+    # their states are in ``fact_survival``.
+    evidence: list[str] = Field(default_factory=list)
     # Prompt tokens of each model call of the simulated session, in order.
     session_prompt_tokens: list[int] = Field(default_factory=list)
+    # -- Per session: the same in every record of one scenario x strategy
+    # (x budget).  Sum them once per session, never per record (see
+    # results.analysis.task_costs); docs/costs.md has the cost model.
+    # Input tokens of the simulated requests (the probe's not included), the
+    # session's assistant messages as their output, what the prompt cache
+    # read and wrote, and cached / input tokens over those requests.
+    session_input_tokens: int = 0
+    session_output_tokens: int = 0
+    session_cached_tokens: int = 0
+    session_cache_write_tokens: int = 0
+    session_cache_hit_ratio: float | None = None
+    # The simulated requests priced, plus the strategy's own calls in the
+    # session; without and with the prompt cache.
+    session_cost_usd: float = 0.0
+    session_cached_cost_usd: float = 0.0
+    # The strategy's own model calls while the session ran (summaries, sub-agents).
+    session_strategy_calls: int = 0
+    session_strategy_input_tokens: int = 0
+    session_strategy_cost_usd: float = 0.0
+    # The prompt-cache rules applied ("openai", "anthropic"; see llm.prompt_cache),
+    # the requests that broke the cached prefix (the first MAX_BREAKS, each
+    # {request, message, reason}) and how many did in all.
+    cache_model: str = ""
+    cache_breaks: list[dict[str, Any]] = Field(default_factory=list)
+    cache_break_count: int = 0
+    # Per model call of the session, in order, one list per name in
+    # evaluate.session_ledger.SERIES (prompt tokens are session_prompt_tokens;
+    # a series left out is all zeros).
+    session_requests: dict[str, list[int]] = Field(default_factory=dict)
+    # -- Per probe: cost_usd, cached_cost_usd, llm_calls, strategy_calls and
+    # strategy_input_tokens count this probe's asks and the strategy calls made
+    # to build its window, not the session's.  What the prompt cache would
+    # read and write for the probe's request, after the session's requests.
+    probe_cached_tokens: int = 0
+    probe_cache_write_tokens: int = 0
     # The window the strategy sent at the probe, each part marked kept,
     # shortened, pruned, summary, dropped or tools (see evaluate.window_trace).
     window_trace: list[dict[str, Any]] = Field(default_factory=list)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, overload
 
 from ..redact import scrub_data
 from .record import ResultRecord
+
+if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
+    import pandas as pd
 
 
 class ResultWriter:
@@ -30,9 +34,22 @@ class ResultWriter:
         self._fh.close()
 
 
-def load_results(path: str | Path) -> list[ResultRecord]:
+@overload
+def load_results(path: str | Path) -> list[ResultRecord]: ...
+@overload
+def load_results(path: str | Path, *, as_frame: Literal[False]) -> list[ResultRecord]: ...
+@overload
+def load_results(path: str | Path, *, as_frame: Literal[True]) -> pd.DataFrame: ...
+
+
+def load_results(path: str | Path, *, as_frame: bool = False) -> list[ResultRecord] | pd.DataFrame:
     """Read a results file; a line that is not a record raises ValueError
-    naming the file and line."""
+    naming the file and line.  ``as_frame=True``: a pandas frame with typed
+    columns instead (see ``results.analysis.results_frame``)."""
+    if as_frame:
+        from .analysis import results_frame
+
+        return results_frame(path)
     return list(iter_results(Path(path)))
 
 

@@ -1,0 +1,106 @@
+"""Per-request telemetry of a simulated session: what each window kept,
+left out, stored and wrote, and what the provider's prompt cache served.
+
+Parts are told apart cheaply, without matching texts (``window_trace`` does
+that, once, for the probe's window):
+
+- a window message that *is* one of the messages the strategy was given
+  (the same object, or the same text and role) is kept;
+- every other window message is the strategy's own text (a summary, notes,
+  a shortened or pruned message): ``summarised_tokens``;
+- session tokens not kept are ``evicted_tokens``; ``stored_tokens`` are the
+  tokens of the texts the window says can be retrieved (``Window.retrievable``),
+  a store that may also hold text still in the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..llm.prompt_cache import CacheUse, PromptCache
+from ..messages import content_text
+from ..strategies.base import Message, Window
+
+# The per-request series a record keeps, in this order (see ResultRecord.session_requests).
+SERIES = (
+    "prompt_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "strategy_calls",
+    "evicted_tokens",
+    "stored_tokens",
+    "summarised_tokens",
+)
+
+
+@dataclass(frozen=True)
+class RequestParts:
+    cached_tokens: int
+    cache_write_tokens: int
+    output_tokens: int
+    strategy_calls: int
+    evicted_tokens: int
+    stored_tokens: int
+    summarised_tokens: int
+
+
+@dataclass
+class SessionLedger:
+    """Fed the messages a strategy is given and the windows it sends, in order."""
+
+    cache: PromptCache
+    count_text: Any  # (text) -> tokens
+    count_reply: Any  # (assistant message) -> its output tokens
+    _given_ids: set[int] = field(default_factory=set)
+    _given_texts: dict[tuple[str, str], int] = field(default_factory=dict)
+    _given: list[Message] = field(default_factory=list)  # keeps the ids alive
+    _given_tokens: int = 0
+    _calls_before: int = 0
+    # The previous window, and its kept / written tokens over messages[:i]:
+    # a window that starts with the previous one's objects reuses them.
+    _window: list[Message] = field(default_factory=list)
+    _kept: list[int] = field(default_factory=lambda: [0])
+    _written: list[int] = field(default_factory=lambda: [0])
+
+    def given(self, message: Message) -> None:
+        self._given.append(message)
+        self._given_ids.add(id(message))
+        key = (str(message.get("role")), content_text(message))
+        self._given_texts[key] = self._given_texts.get(key, 0) + 1
+        self._given_tokens += self.cache.tokens_of(message)
+
+    def request(self, window: Window, reply: Message, strategy_calls: int) -> RequestParts:
+        """One model call: ``reply`` is the assistant message it produced;
+        ``strategy_calls`` the strategy's own calls so far in the session."""
+        use: CacheUse = self.cache.send(window.messages, window.tools)
+        kept, written = self._parts(window.messages)
+        calls, self._calls_before = strategy_calls - self._calls_before, strategy_calls
+        return RequestParts(
+            cached_tokens=use.cached_tokens,
+            cache_write_tokens=use.write_tokens,
+            output_tokens=self.count_reply(reply),
+            strategy_calls=calls,
+            evicted_tokens=max(self._given_tokens - kept, 0),
+            stored_tokens=sum(self.count_text(text) for text in window.retrievable),
+            summarised_tokens=written,
+        )
+
+    def _parts(self, messages: list[Message]) -> tuple[int, int]:
+        """(tokens of given messages, tokens of the strategy's own) in the window."""
+        previous, shared = self._window, 0
+        limit = min(len(previous), len(messages))
+        while shared < limit and messages[shared] is previous[shared]:
+            shared += 1
+        kept, written = self._kept[: shared + 1], self._written[: shared + 1]
+        for message in messages[shared:]:
+            tokens = self.cache.tokens_of(message)
+            given = id(message) in self._given_ids or self._is_given_text(message)
+            kept.append(kept[-1] + (tokens if given else 0))
+            written.append(written[-1] + (0 if given else tokens))
+        self._window, self._kept, self._written = list(messages), kept, written
+        return kept[-1], written[-1]
+
+    def _is_given_text(self, message: Message) -> bool:
+        return (str(message.get("role")), content_text(message)) in self._given_texts

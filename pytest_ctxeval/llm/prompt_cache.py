@@ -1,0 +1,398 @@
+"""What a provider's prompt cache would serve, request by request, over one session.
+
+A request is its tool definitions then its messages, serialised as the
+provider sees them (JSON, keys in the order they were given: a reordered key
+is a different prompt).  Each request is cut into blocks (the tools, then one
+block per message) and every block boundary gets a prefix hash chained from
+the one before, so two requests share a prefix up to a boundary exactly when
+their hashes there are equal.  A message object seen before is never
+serialised again, and the leading messages a request shares (by identity) with
+the previous one reuse its hashes: the work grows with the session's new
+text, not with requests x window.
+
+Two rule sets (``CacheRules``):
+
+- ``openai``: automatic.  Every prompt is cached; a later request reads the
+  longest prefix it shares, at a block boundary, with any earlier prompt
+  still alive, from 1,024 tokens on and in 128-token steps.
+- ``anthropic``: explicit breakpoints, placed where agent loops usually put
+  them: the end of the tools, the end of the system prompt and the last
+  message.  A breakpoint writes its prefix (at a 1.25x premium) when it is at
+  least the model's minimum long (1,024 tokens; 2,048 for Haiku models);
+  a request reads the longest prefix written earlier that ends at one of its
+  own breakpoints or up to 20 blocks before one.
+
+An entry lives ``ttl_s`` (5 minutes) after it was last written or read;
+requests are ``seconds_per_request`` apart unless given their own times.
+
+Alongside, the cache-breaker detector compares each request with the one
+before: when the earlier one is not a prefix of the later one, it names the
+first block that differs and why (``BREAK_REASONS``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import content_text
+
+Message = dict[str, Any]
+Tools = Sequence[dict[str, Any]]
+
+DEFAULT_TTL_S = 300.0
+# An agent's turn (model call plus tool runs), when requests carry no time.
+DEFAULT_SECONDS_PER_REQUEST = 30.0
+# Anthropic looks for an earlier write up to this many blocks before a breakpoint.
+BREAKPOINT_LOOKBACK_BLOCKS = 20
+# Breaks kept per session: a sliding window breaks the prefix on every call.
+MAX_BREAKS = 5
+
+BREAK_REASONS = (
+    "timestamp",  # only a date or time differs (e.g. "Current time: ..." in the system prompt)
+    "whitespace",  # only whitespace differs
+    "key_order",  # the same message with its JSON keys in another order
+    "tool_key_order",  # the same tool definitions with JSON keys in another order
+    "tool_changed",  # a tool definition added, removed or changed
+    "message_removed",  # an earlier message left the window (evicted)
+    "message_inserted",  # a message put before earlier ones (e.g. retrieved notes)
+    "message_edited",  # an earlier message rewritten (summarised, pruned, cut)
+)
+# A date or time change touches at most this many characters, and reads as
+# one with this many characters of context either side.
+TIME_LENGTH_SLACK = 40
+TIME_CONTEXT = 32
+# ISO dates, clock times, weekday/month names, Unix times: what a clock line holds.
+_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"
+    r"|\b1\d{9}(?:\.\d+)?\b"
+    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\b"
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b"
+)
+
+
+@dataclass(frozen=True)
+class CacheRules:
+    """One provider's prompt-cache behaviour; ``name`` is what records show."""
+
+    name: str
+    min_tokens: int
+    step_tokens: int
+    breakpoints: bool  # explicit breakpoints (Anthropic) rather than automatic
+    # Price of a cached read / a cache write, as a multiple of the input price,
+    # used when the price map gives none.
+    read_multiplier: float
+    write_multiplier: float = 1.0
+    ttl_s: float = DEFAULT_TTL_S
+
+
+OPENAI = CacheRules("openai", 1024, 128, breakpoints=False, read_multiplier=0.5)
+ANTHROPIC = CacheRules(
+    "anthropic", 1024, 1, breakpoints=True, read_multiplier=0.1, write_multiplier=1.25
+)
+ANTHROPIC_HAIKU = CacheRules(
+    "anthropic", 2048, 1, breakpoints=True, read_multiplier=0.1, write_multiplier=1.25
+)
+RULES = {"openai": OPENAI, "anthropic": ANTHROPIC}
+
+
+def rules_for(model: str, provider: str | None = None) -> CacheRules:
+    """The rule set for a model: Anthropic's for Anthropic models (by provider,
+    or a Claude model behind another host), OpenAI's automatic caching for
+    everything else, the mock models included."""
+    name = model.lower()
+    if (
+        provider == "anthropic"
+        or (provider is None and name.startswith("anthropic/"))
+        or ("claude" in name and not name.startswith("ctxeval/"))
+    ):
+        return ANTHROPIC_HAIKU if "haiku" in name else ANTHROPIC
+    return OPENAI
+
+
+@dataclass(frozen=True)
+class CacheBreak:
+    """The first block at which a request stopped extending the one before.
+
+    ``request`` numbers the session's model calls from 1; ``message`` indexes
+    the earlier request's messages (0 is the system prompt), None when the
+    tool definitions differ."""
+
+    request: int
+    message: int | None
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "message": self.message, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """What the cache did for one request (tokens)."""
+
+    prompt_tokens: int
+    cached_tokens: int  # read from the cache
+    write_tokens: int  # written at a premium (Anthropic); 0 under automatic caching
+    cache_break: CacheBreak | None = None
+
+
+@dataclass
+class _Request:
+    """One request cut into blocks: its prefix hashes and tokens at each boundary."""
+
+    tools: Tools
+    tools_key: bytes
+    messages: list[Message]
+    digests: list[bytes]  # per message
+    hashes: list[bytes]  # boundary i = tools + messages[:i]; len(messages) + 1 entries
+    tokens: list[int]  # tokens of the prefix at boundary i
+    prompt_tokens: int
+    # Leading messages that are the very objects the previous request sent.
+    shared: int = 0
+
+
+@dataclass
+class PromptCache:
+    """Feed a session's requests in order with ``send``; ``peek`` asks what a
+    request would get without storing it (the probe, asked once per probe)."""
+
+    rules: CacheRules
+    message_tokens: Callable[[Message], int]
+    tools_tokens: Callable[[Tools], int]
+    request_overhead: int = 0
+    seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST
+    requests: int = 0
+    breaks: list[CacheBreak] = field(default_factory=list)
+    break_count: int = 0
+    _alive_until: dict[bytes, float] = field(default_factory=dict)
+    _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
+    _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
+    _previous: _Request | None = None
+
+    def send(
+        self, messages: Sequence[Message], tools: Tools | None = None, *, at_s: float | None = None
+    ) -> CacheUse:
+        """Account one session request: read what is cached, then store it."""
+        self.requests += 1
+        now = self._time(at_s)
+        request = self._cut(messages, tools or [])
+        cached, write, written = self._lookup(request, now)
+        self._store(request, written, now)
+        found = self._break(request)
+        if found is not None:
+            self.break_count += 1
+            if len(self.breaks) < MAX_BREAKS:
+                self.breaks.append(found)
+        self._previous = request
+        return CacheUse(request.prompt_tokens, cached, write, found)
+
+    def peek(
+        self, messages: Sequence[Message], tools: Tools | None = None, *, at_s: float | None = None
+    ) -> CacheUse:
+        """What the next request would read, without changing the cache."""
+        request = self._cut(messages, tools or [])
+        cached, write, _ = self._lookup(request, self._time(at_s, ahead=1))
+        return CacheUse(request.prompt_tokens, cached, write)
+
+    def tokens_of(self, message: Message) -> int:
+        """``message_tokens`` of a message, counted once per message object."""
+        return self._message_block(message)[1]
+
+    def fork(self) -> PromptCache:
+        """A copy whose later requests leave this one unchanged."""
+        return dataclasses.replace(
+            self,
+            breaks=list(self.breaks),
+            _alive_until=dict(self._alive_until),
+            _message_memo=dict(self._message_memo),
+            _tools_memo=dict(self._tools_memo),
+        )
+
+    def _time(self, at_s: float | None, ahead: int = 0) -> float:
+        if at_s is not None:
+            return at_s
+        return (self.requests - 1 + ahead) * self.seconds_per_request
+
+    # -- cutting a request into hashed blocks ------------------------------------------------
+
+    def _cut(self, messages: Sequence[Message], tools: Tools) -> _Request:
+        tools_key, tools_hash, tool_tokens = self._tools_block(tools)
+        previous = self._previous
+        shared = 0
+        if previous is not None and previous.tools_key == tools_key:
+            limit = min(len(previous.messages), len(messages))
+            while shared < limit and messages[shared] is previous.messages[shared]:
+                shared += 1
+        if previous is not None and previous.tools_key == tools_key:
+            digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
+            tokens = previous.tokens[: shared + 1]
+        else:
+            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
+        for message in messages[shared:]:
+            digest, count = self._message_block(message)
+            digests.append(digest)
+            hashes.append(_chain(hashes[-1], digest))
+            tokens.append(tokens[-1] + count)
+        prompt = tokens[-1] + self.request_overhead
+        return _Request(tools, tools_key, list(messages), digests, hashes, tokens, prompt, shared)
+
+    def _tools_block(self, tools: Tools) -> tuple[bytes, bytes, int]:
+        memo = self._tools_memo.get(id(tools))
+        if memo is None or memo[0] is not tools:
+            text = _serialise(list(tools)) if tools else b""
+            key = hashlib.blake2b(text, digest_size=16).digest()
+            memo = (tools, key, _chain(b"", key), self.tools_tokens(tools) if tools else 0)
+            self._tools_memo[id(tools)] = memo
+        return memo[1], memo[2], memo[3]
+
+    def _message_block(self, message: Message) -> tuple[bytes, int]:
+        # Keyed by identity, holding the object so its id is not reused.
+        memo = self._message_memo.get(id(message))
+        if memo is None or memo[0] is not message:
+            digest = hashlib.blake2b(_serialise(message), digest_size=16).digest()
+            memo = (message, digest, self.message_tokens(message))
+            self._message_memo[id(message)] = memo
+        return memo[1], memo[2]
+
+    # -- reading and writing -----------------------------------------------------------------
+
+    def _alive(self, key: bytes, now: float) -> bool:
+        until = self._alive_until.get(key)
+        return until is not None and until >= now
+
+    def _lookup(self, request: _Request, now: float) -> tuple[int, int, list[int]]:
+        """(tokens read, tokens written, boundaries to keep alive after this request)."""
+        rules = self.rules
+        if not rules.breakpoints:
+            hit = self._longest_alive(request, now)
+            cached = _steps(request.tokens[hit], rules) if hit is not None else 0
+            # Every prompt is cached whole, with each shorter prefix of it.
+            return min(cached, request.prompt_tokens), 0, list(range(len(request.hashes)))
+        marks = self._breakpoints(request)
+        hit = 0
+        for mark in marks:
+            for boundary in range(mark, max(0, mark - BREAKPOINT_LOOKBACK_BLOCKS) - 1, -1):
+                if boundary > hit and self._alive(request.hashes[boundary], now):
+                    hit = boundary
+                    break
+        cached = request.tokens[hit] if self._alive(request.hashes[hit], now) else 0
+        written = [m for m in marks if request.tokens[m] >= rules.min_tokens]
+        deepest = max((request.tokens[m] for m in written), default=0)
+        # A read keeps its entry alive too.
+        keep = [*written, hit] if cached else written
+        return cached, max(deepest - cached, 0), keep
+
+    def _longest_alive(self, request: _Request, now: float) -> int | None:
+        # Boundaries are written together with every shorter one of the same
+        # prompt, so the alive ones form a prefix: binary search for its end.
+        hashes = request.hashes
+        if not self._alive(hashes[0], now):
+            return None
+        low, high = 0, len(hashes) - 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._alive(hashes[middle], now):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def _breakpoints(self, request: _Request) -> list[int]:
+        """End of the tools, end of the system prompt, the last message."""
+        messages = request.messages
+        marks = {0} if request.tokens[0] else set()
+        if messages and messages[0].get("role") == "system":
+            marks.add(1)
+        if messages:
+            marks.add(len(messages))
+        return sorted(marks)
+
+    def _store(self, request: _Request, boundaries: list[int], now: float) -> None:
+        until = now + self.rules.ttl_s
+        self._alive_until.update(dict.fromkeys((request.hashes[b] for b in boundaries), until))
+
+    # -- the cache-breaker detector -----------------------------------------------------------
+
+    def _break(self, request: _Request) -> CacheBreak | None:
+        previous = self._previous
+        if previous is None:
+            return None
+        if previous.tools_key != request.tools_key:
+            same = _canonical(list(previous.tools)) == _canonical(list(request.tools))
+            return CacheBreak(self.requests, None, "tool_key_order" if same else "tool_changed")
+        limit = min(len(previous.digests), len(request.digests))
+        index = request.shared  # the same objects: the same bytes
+        while index < limit and previous.digests[index] == request.digests[index]:
+            index += 1
+        if index == len(previous.digests):
+            return None  # the earlier request is a prefix of this one
+        return CacheBreak(self.requests, index, _message_reason(previous, request, index))
+
+
+def _message_reason(previous: _Request, request: _Request, index: int) -> str:
+    """Why message ``index`` of the earlier request is not where it was."""
+    if index >= len(request.messages):
+        return "message_removed"
+    before, after = previous.messages[index], request.messages[index]
+    if before == after:  # equal as dicts, different bytes: keys in another order
+        return "key_order"
+    if before.get("role") == after.get("role"):
+        old, new = content_text(before), content_text(after)
+        if "".join(old.split()) == "".join(new.split()):
+            return "whitespace"
+        if _only_time_differs(old, new):
+            return "timestamp"
+    if previous.digests[index] in set(request.digests[index + 1 :]):
+        return "message_inserted"  # the earlier message is still there, further on
+    if request.digests[index] in set(previous.digests[index + 1 :]):
+        return "message_removed"  # the window goes on with a message that came after it
+    return "message_edited"
+
+
+def _only_time_differs(old: str, new: str) -> bool:
+    """Whether the texts differ only in a date or time: one short stretch
+    that, with some context either side, reads the same without its times."""
+    start = _common_prefix(old, new)
+    end = _common_prefix(old[start:][::-1], new[start:][::-1])
+    if max(len(old), len(new)) - start - end > TIME_LENGTH_SLACK:
+        return False
+    low = max(start - TIME_CONTEXT, 0)
+    old_part = old[low : len(old) - end + TIME_CONTEXT]
+    new_part = new[low : len(new) - end + TIME_CONTEXT]
+    return _TIME.sub("", old_part) == _TIME.sub("", new_part)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common start, by halving (slice comparisons run in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _serialise(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _chain(prefix: bytes, digest: bytes) -> bytes:
+    return hashlib.blake2b(prefix + digest, digest_size=16).digest()
+
+
+def _steps(tokens: int, rules: CacheRules) -> int:
+    if tokens < rules.min_tokens:
+        return 0
+    return tokens // rules.step_tokens * rules.step_tokens

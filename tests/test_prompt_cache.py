@@ -1,0 +1,285 @@
+"""The prompt-cache model on hand-built request lists: one word is one token
+here, so every figure can be worked out by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_ctxeval.llm import prompt_cache
+from pytest_ctxeval.llm.prompt_cache import (
+    ANTHROPIC,
+    OPENAI,
+    CacheRules,
+    PromptCache,
+    rules_for,
+)
+
+Message = dict[str, Any]
+
+
+def words(n: int, word: str = "w") -> str:
+    return " ".join([word] * n)
+
+
+def count_message(message: Message) -> int:
+    return len(str(message.get("content") or "").split())
+
+
+def count_tools(tools: Any) -> int:
+    return 10 * len(tools)
+
+
+def cache(rules: CacheRules = OPENAI, **kw: Any) -> PromptCache:
+    return PromptCache(rules, count_message, count_tools, **kw)
+
+
+def msg(role: str, n: int, word: str = "w") -> Message:
+    return {"role": role, "content": words(n, word)}
+
+
+SYSTEM = msg("system", 1100)
+TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+
+
+def growing_session(turns: int, per_turn: int = 100) -> list[list[Message]]:
+    """Append-only requests, as ``full`` sends them (the same objects each time)."""
+    history: list[Message] = [SYSTEM]
+    requests = []
+    for turn in range(turns):
+        history = [*history, msg("user", per_turn, f"u{turn}")]
+        requests.append(history)
+        history = [*history, msg("assistant", per_turn, f"a{turn}")]
+    return requests
+
+
+# -- OpenAI: automatic, 1,024-token minimum, 128-token steps --------------------------------
+
+
+def test_openai_reads_the_previous_prompt_in_128_token_steps() -> None:
+    c = cache()
+    first, second = growing_session(2)
+    assert c.send(first).cached_tokens == 0
+    use = c.send(second)
+    # The first prompt was 1,200 tokens; 1,152 of them in whole 128-token steps.
+    assert use.prompt_tokens == 1100 + 100 + 100 + 100
+    assert use.cached_tokens == 1152
+    assert use.write_tokens == 0
+
+
+def test_openai_caches_nothing_under_1024_tokens() -> None:
+    c = cache()
+    short = [msg("system", 900), msg("user", 50)]
+    c.send(short)
+    assert c.send([*short, msg("assistant", 5), msg("user", 5)]).cached_tokens == 0
+
+
+def test_a_request_reads_from_any_earlier_prompt_not_only_the_previous() -> None:
+    c = cache()
+    long_turn = [SYSTEM, msg("user", 600, "x")]
+    c.send(long_turn)
+    c.send([SYSTEM, msg("user", 10, "other")])  # shares only the system prompt
+    use = c.send([*long_turn, msg("assistant", 5), msg("user", 5)])
+    assert use.cached_tokens == 1664  # 1,700 shared with the first request, in 128 steps
+
+
+def test_the_tool_definitions_are_part_of_the_prefix() -> None:
+    c = cache()
+    first, second = growing_session(2)
+    c.send(first, [TOOL])
+    assert c.send(second, [TOOL]).cached_tokens == 1152 + 0  # 1,210 -> 1,152
+    changed = {"type": "function", "function": {"name": "lookup2", "parameters": {}}}
+    use = c.send([*second, msg("assistant", 1), msg("user", 1)], [changed])
+    assert use.cached_tokens == 0
+    assert use.cache_break is not None
+    assert (use.cache_break.message, use.cache_break.reason) == (None, "tool_changed")
+
+
+def test_reordered_keys_in_a_tool_definition_break_the_cache() -> None:
+    c = cache()
+    first, second = growing_session(2)
+    c.send(first, [TOOL])
+    reordered = {"function": TOOL["function"], "type": "function"}  # equal as a dict
+    use = c.send(second, [reordered])
+    assert use.cached_tokens == 0
+    assert use.cache_break is not None and use.cache_break.reason == "tool_key_order"
+
+
+# -- the time to live -----------------------------------------------------------------------
+
+
+def test_an_entry_expires_after_five_minutes_without_use() -> None:
+    slow = cache(seconds_per_request=301)
+    first, second = growing_session(2)
+    slow.send(first)
+    assert slow.send(second).cached_tokens == 0
+    quick = cache(seconds_per_request=299)
+    quick.send(first)
+    assert quick.send(second).cached_tokens == 1152
+
+
+def test_reading_an_entry_keeps_it_alive() -> None:
+    c = cache(seconds_per_request=200)
+    requests = growing_session(4)
+    uses = [c.send(r) for r in requests]
+    # 600 s after the first write, the system prompt is still read: each
+    # request refreshed it.
+    assert all(u.cached_tokens >= 1024 for u in uses[1:])
+
+
+def test_explicit_times_override_the_pace() -> None:
+    c = cache()
+    first, second = growing_session(2)
+    c.send(first, at_s=0)
+    assert c.send(second, at_s=1000).cached_tokens == 0
+
+
+# -- Anthropic: breakpoints, write premium, minimum by model --------------------------------
+
+
+def test_anthropic_writes_then_reads_at_the_last_message_breakpoint() -> None:
+    c = cache(ANTHROPIC)
+    first, second = growing_session(2)
+    one = c.send(first)
+    assert (one.cached_tokens, one.write_tokens) == (0, 1200)
+    two = c.send(second)
+    # Read up to the end of the first request (found looking back from the
+    # last message), write the rest: no 128-token steps.
+    assert (two.cached_tokens, two.write_tokens) == (1200, 200)
+
+
+def test_anthropic_looks_back_at_most_20_blocks_from_a_breakpoint() -> None:
+    c = cache(ANTHROPIC)
+    first = [SYSTEM, msg("user", 100)]
+    c.send(first)
+    far = [*first, *(msg("user" if i % 2 else "assistant", 2, f"m{i}") for i in range(21))]
+    use = c.send(far)
+    assert use.cached_tokens == 1100  # only the system prompt's breakpoint is within reach
+
+
+def test_anthropic_haiku_needs_2048_tokens() -> None:
+    haiku = rules_for("anthropic/claude-3-5-haiku-20241022")
+    assert haiku.min_tokens == 2048
+    c = cache(haiku)
+    first, second = growing_session(2)
+    assert c.send(first).write_tokens == 0  # 1,200 tokens: too short to cache
+    assert c.send(second).cached_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "name", "minimum"),
+    [
+        ("anthropic/claude-sonnet-4-20250514", "anthropic", "anthropic", 1024),
+        ("claude-3-haiku-20240307", None, "anthropic", 2048),
+        ("bedrock/anthropic.claude-3-5-sonnet", "bedrock", "anthropic", 1024),
+        ("gpt-4o-mini", "openai", "openai", 1024),
+        ("ctxeval/oracle", None, "openai", 1024),
+        ("ctxeval/claude-echo", None, "openai", 1024),
+    ],
+)
+def test_the_rule_set_follows_the_provider(
+    model: str, provider: str | None, name: str, minimum: int
+) -> None:
+    rules = rules_for(model, provider)
+    assert (rules.name, rules.min_tokens) == (name, minimum)
+
+
+# -- the cache-breaker detector -------------------------------------------------------------
+
+
+def breaks_of(requests: list[list[Message]]) -> list[dict[str, Any]]:
+    c = cache()
+    for request in requests:
+        c.send(request)
+    return [b.as_dict() for b in c.breaks]
+
+
+def test_a_clock_in_the_system_prompt_is_named_as_the_breaker() -> None:
+    def at(time: str) -> Message:
+        return {"role": "system", "content": f"{words(1100)}\nCurrent time: 2026-01-01T{time}Z"}
+
+    user = msg("user", 10)
+    assert breaks_of([[at("10:00:00"), user], [at("10:00:31"), user, msg("user", 3)]]) == [
+        {"request": 2, "message": 0, "reason": "timestamp"}
+    ]
+
+
+def test_whitespace_only_edits_are_named() -> None:
+    user = msg("user", 10)
+    edited = {"role": "user", "content": user["content"] + " \n"}
+    assert breaks_of([[SYSTEM, user], [SYSTEM, edited, msg("user", 1)]]) == [
+        {"request": 2, "message": 1, "reason": "whitespace"}
+    ]
+
+
+def test_key_order_of_a_message_is_named() -> None:
+    user = msg("user", 10)
+    reordered = {"content": user["content"], "role": "user"}
+    assert breaks_of([[SYSTEM, user], [SYSTEM, reordered]]) == [
+        {"request": 2, "message": 1, "reason": "key_order"}
+    ]
+
+
+def test_a_summary_in_place_of_earlier_turns_is_an_edit() -> None:
+    turns = [msg("user", 10, "a"), msg("assistant", 10, "b"), msg("user", 10, "c")]
+    summary = {"role": "user", "content": "Summary: they talked about a and b."}
+    assert breaks_of([[SYSTEM, *turns], [SYSTEM, summary, turns[2], msg("user", 1)]]) == [
+        {"request": 2, "message": 1, "reason": "message_edited"}
+    ]
+
+
+def test_a_sliding_window_removes_messages() -> None:
+    turns = [msg("user", 10, "a"), msg("assistant", 10, "b"), msg("user", 10, "c")]
+    assert breaks_of([[SYSTEM, *turns], [SYSTEM, turns[2], msg("assistant", 2)]]) == [
+        {"request": 2, "message": 1, "reason": "message_removed"}
+    ]
+
+
+def test_an_append_only_session_never_breaks() -> None:
+    assert breaks_of(growing_session(5)) == []
+
+
+def test_the_breaks_kept_are_capped_but_all_are_counted() -> None:
+    c = cache()
+    for turn in range(prompt_cache.MAX_BREAKS + 5):
+        c.send([msg("system", 3, f"s{turn}"), msg("user", 1)])
+    assert len(c.breaks) == prompt_cache.MAX_BREAKS
+    assert c.break_count == prompt_cache.MAX_BREAKS + 4
+
+
+# -- linear work ------------------------------------------------------------------------------
+
+
+def test_each_message_is_serialised_once_however_many_requests_repeat_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = []
+    serialise = prompt_cache._serialise
+    monkeypatch.setattr(prompt_cache, "_serialise", lambda v: calls.append(1) or serialise(v))
+    c = cache()
+    requests = growing_session(100)
+    for request in requests:
+        c.send(request)
+    # The last request holds every message of the session: each was serialised once.
+    assert len(calls) == len(requests[-1]) == 200
+
+
+def test_peek_does_not_change_the_cache() -> None:
+    c = cache()
+    first, second = growing_session(2)
+    c.send(first)
+    assert c.peek(second).cached_tokens == 1152
+    assert c.requests == 1
+    assert c.send(second).cached_tokens == 1152
+
+
+def test_a_clock_inside_a_long_prompt_is_found_and_other_edits_are_not_clocks() -> None:
+    def system(time: str, rule: str = "Be brief.") -> Message:
+        return {"role": "system", "content": f"{words(3000)}\nNow: {time}.\n{rule}\n{words(3000)}"}
+
+    user = msg("user", 10)
+    clock = [[system("Mon 09:59:59"), user], [system("Tue 10:00:00"), user]]
+    assert breaks_of(clock)[0]["reason"] == "timestamp"
+    edited = [[system("10:00"), user], [system("10:00", "Be thorough and cite."), user]]
+    assert breaks_of(edited)[0]["reason"] == "message_edited"
