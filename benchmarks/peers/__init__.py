@@ -1,0 +1,1 @@
+"""Peers of pytest-ctxeval (Inspect AI, promptfoo) and the shared workload, for compare.py."""
