@@ -204,24 +204,7 @@ def xdist_scaling() -> None:
         Path(scenarios, "grid.yaml").write_text(grid)
 
         def run(*extra: str) -> float:
-            start = time.perf_counter()
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "--ctx-fail-on=never",
-                    *extra,
-                ],
-                cwd=tmp,
-                capture_output=True,
-                env=ENV,
-                check=True,
-            )
-            return time.perf_counter() - start
+            return pytest_seconds(Path(tmp), *extra)
 
         serial, parallel = run("-p", "no:xdist"), run("-n", "2")
         scoped = run("-n", "2", "--dist", "loadscope")

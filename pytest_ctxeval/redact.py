@@ -101,8 +101,14 @@ def _scrub_data(value: Any, values: re.Pattern[str] | None) -> Any:
     if isinstance(value, dict):
         return {_scrub_data(k, values): _scrub_data(v, values) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        if all(type(v) in _NO_TEXT for v in value):  # a series of numbers: nothing to scrub
+            return type(value)(value)
         return type(value)(_scrub_data(v, values) for v in value)
     return value
+
+
+# Values that hold no text, so no secret.
+_NO_TEXT = (int, float, bool, type(None))
 
 
 def _known_values() -> re.Pattern[str] | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.prompt_cache import CacheUse, PromptCache
+from ..llm.prompt_cache import CacheUse, PromptCache, identical_prefix_length
 from ..messages import content_text
 from ..strategies.base import Message, Window
 
@@ -89,10 +89,7 @@ class SessionLedger:
 
     def _parts(self, messages: list[Message]) -> tuple[int, int]:
         """(tokens of given messages, tokens of the strategy's own) in the window."""
-        previous, shared = self._window, 0
-        limit = min(len(previous), len(messages))
-        while shared < limit and messages[shared] is previous[shared]:
-            shared += 1
+        shared = identical_prefix_length(self._window, messages)
         kept, written = self._kept[: shared + 1], self._written[: shared + 1]
         for message in messages[shared:]:
             tokens = self.cache.tokens_of(message)

@@ -13,7 +13,13 @@ from typing import Any
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST, CacheRules, PromptCache
 from ..llm.tokens import PromptMeter
 from ..scenario.build import Conversation
-from ..strategies.base import ContextStrategy, Message, StrategyContext, fork_strategy
+from ..strategies.base import (
+    ContextStrategy,
+    Message,
+    StrategyContext,
+    fork_strategy,
+    is_plain_message,
+)
 from .session_ledger import SessionLedger
 
 
@@ -180,11 +186,17 @@ def simulate(
             previous, previous_tools = window.messages, window.tools
         # A copy: a strategy that edits what it is given must not reach the
         # session, the ground truth or the other strategies.
-        given = copy.deepcopy(message)
+        given = copy_message(message)
         ledger.given(given)
         strategy.add(given)
     trace.last_window, trace.last_tools = previous, previous_tools
     return trace
+
+
+def copy_message(message: Message) -> Message:
+    """A deep copy of ``message``: plain text messages (the bulk of any
+    session) without ``copy.deepcopy``'s per-value bookkeeping."""
+    return dict(message) if is_plain_message(message) else copy.deepcopy(message)
 
 
 def session_ledger(

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,12 @@ class PromptCache:
     _alive_until: dict[bytes, float] = field(default_factory=dict)
     _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
     _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
+    # (digest, tokens) of plain text messages by their items: a copy of a
+    # message (a forked strategy's history) is not serialised again.  Shared
+    # with forks: what it holds follows from the items alone.
+    _plain_memo: dict[tuple[tuple[str, str | None], ...], tuple[bytes, int]] = field(
+        default_factory=dict
+    )
     _previous: _Request | None = None
 
     def send(
@@ -226,9 +233,7 @@ class PromptCache:
         previous = self._previous
         shared = 0
         if previous is not None and previous.tools_key == tools_key:
-            limit = min(len(previous.messages), len(messages))
-            while shared < limit and messages[shared] is previous.messages[shared]:
-                shared += 1
+            shared = identical_prefix_length(previous.messages, messages)
         if previous is not None and previous.tools_key == tools_key:
             digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
             tokens = previous.tokens[: shared + 1]
@@ -255,10 +260,25 @@ class PromptCache:
         # Keyed by identity, holding the object so its id is not reused.
         memo = self._message_memo.get(id(message))
         if memo is None or memo[0] is not message:
-            digest = hashlib.blake2b(_serialise(message), digest_size=16).digest()
-            memo = (message, digest, self.message_tokens(message))
+            digest, tokens = self._plain_block(message)
+            memo = (message, digest, tokens)
             self._message_memo[id(message)] = memo
         return memo[1], memo[2]
+
+    def _plain_block(self, message: Message) -> tuple[bytes, int]:
+        # Only str keys and str or None values: equal items then mean equal
+        # JSON (1 == 1.0 == True would not).
+        plain = type(message) is dict and all(
+            type(k) is str and (type(v) is str or v is None) for k, v in message.items()
+        )
+        key = tuple(message.items()) if plain else None
+        found = self._plain_memo.get(key) if key is not None else None
+        if found is None:
+            digest = hashlib.blake2b(_serialise(message), digest_size=16).digest()
+            found = (digest, self.message_tokens(message))
+            if key is not None:
+                self._plain_memo[key] = found
+        return found
 
     # -- reading and writing -----------------------------------------------------------------
 
@@ -266,14 +286,14 @@ class PromptCache:
         until = self._alive_until.get(key)
         return until is not None and until >= now
 
-    def _lookup(self, request: _Request, now: float) -> tuple[int, int, list[int]]:
+    def _lookup(self, request: _Request, now: float) -> tuple[int, int, Sequence[int]]:
         """(tokens read, tokens written, boundaries to keep alive after this request)."""
         rules = self.rules
         if not rules.breakpoints:
             hit = self._longest_alive(request, now)
             cached = _steps(request.tokens[hit], rules) if hit is not None else 0
             # Every prompt is cached whole, with each shorter prefix of it.
-            return min(cached, request.prompt_tokens), 0, list(range(len(request.hashes)))
+            return min(cached, request.prompt_tokens), 0, range(len(request.hashes))
         marks = self._breakpoints(request)
         hit = 0
         for mark in marks:
@@ -313,9 +333,13 @@ class PromptCache:
             marks.add(len(messages))
         return sorted(marks)
 
-    def _store(self, request: _Request, boundaries: list[int], now: float) -> None:
+    def _store(self, request: _Request, boundaries: Sequence[int], now: float) -> None:
         until = now + self.rules.ttl_s
-        self._alive_until.update(dict.fromkeys((request.hashes[b] for b in boundaries), until))
+        hashes = request.hashes
+        if boundaries == range(len(hashes)):  # automatic caching: every boundary, in one step
+            self._alive_until.update(dict.fromkeys(hashes, until))
+        else:
+            self._alive_until.update(dict.fromkeys((hashes[b] for b in boundaries), until))
 
     # -- the cache-breaker detector -----------------------------------------------------------
 
@@ -378,6 +402,20 @@ def _common_prefix(a: str, b: str) -> int:
         else:
             high = middle - 1
     return low
+
+
+def identical_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many leading items of two lists are the very same objects.
+
+    Consecutive windows usually extend the one before: that case is checked
+    in one pass in C, and only a window that differs is walked item by item."""
+    limit = min(len(previous), len(current))
+    if all(map(operator.is_, previous, current)):
+        return limit
+    shared = 0
+    while current[shared] is previous[shared]:
+        shared += 1
+    return shared
 
 
 def _serialise(value: Any) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +27,7 @@ __all__ = [
     "content_text",
     "current_exchange_start",
     "fork_strategy",
+    "is_plain_message",
     "messages_tokens",
     "split_system",
     "tool_call_ids",
@@ -108,7 +109,8 @@ class BaseStrategy:
 
     def fork(self) -> BaseStrategy:
         """An independent copy: each probe continues from the same state."""
-        return copy.deepcopy(self)
+        history = getattr(self, "history", None)
+        return copy.deepcopy(self, _plain_copies(history if isinstance(history, list) else []))
 
     def params(self) -> dict[str, Any]:
         """The parameters this instance runs with, for reports and listings."""
@@ -141,6 +143,23 @@ def messages_tokens(messages: list[Message], count_tokens: Callable[[str], int])
         if message.get("tool_calls"):
             total += count_tokens(json.dumps(message["tool_calls"], sort_keys=True))
     return total
+
+
+# Values a deep copy shares rather than copies.
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def is_plain_message(message: Any) -> bool:
+    """Whether ``message`` is a dict of immutable values only (plain text
+    messages, the bulk of any session): its deep copy is a ``dict`` copy."""
+    return type(message) is dict and all(type(v) in _IMMUTABLE for v in message.values())
+
+
+def _plain_copies(messages: Iterable[Any]) -> dict[int, Any]:
+    """A ``copy.deepcopy`` memo holding a copy of each plain message: the
+    deep copy it would make, made in one step.  A message listed twice still
+    gets one copy, as deepcopy would give it."""
+    return {id(m): dict(m) for m in messages if is_plain_message(m)}
 
 
 def fork_strategy(strategy: ContextStrategy) -> ContextStrategy:

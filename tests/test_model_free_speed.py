@@ -1,0 +1,190 @@
+"""The model-free path does its per-message work once: copies of plain text
+messages are not re-serialised or deep-copied value by value, number series
+are not scrubbed item by item, and none of it changes what comes out."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pytest_ctxeval import redact
+from pytest_ctxeval.evaluate import simulate as simulate_module
+from pytest_ctxeval.evaluate.simulate import copy_message, simulate
+from pytest_ctxeval.llm import prompt_cache
+from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache, identical_prefix_length
+from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
+
+Message = dict[str, Any]
+
+
+class _Keeper(BaseStrategy):
+    """Sends its whole history, like ``full``."""
+
+    name = "keeper"
+
+    def window(self) -> Window:
+        return Window(messages=list(self.history))
+
+
+class _Editor(_Keeper):
+    """Edits what it is given, in place: the session must not see it."""
+
+    def add(self, message: Message) -> None:
+        for call in message.get("tool_calls") or []:
+            call["function"]["name"] = "edited"
+        if isinstance(message.get("content"), str):
+            message["content"] += " (edited)"
+        super().add(message)
+
+
+def _session(pairs: int) -> list[Message]:
+    messages: list[Message] = [{"role": "system", "content": "You help."}]
+    for i in range(pairs):
+        messages.append({"role": "user", "content": f"question {i}"})
+        messages.append({"role": "assistant", "content": f"answer {i}"})
+    return messages
+
+
+def _conversation(messages: list[Message]) -> Any:
+    # What ``simulate`` reads of a Conversation: one chat of these messages.
+    return SimpleNamespace(messages=messages, session_starts=[])
+
+
+def _counting_deepcopy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    # Calls from outside the copy module (its own recursion binds deepcopy early).
+    calls: list[int] = []
+    original = copy.deepcopy
+
+    def counted(value: Any, memo: Any = None, _nil: Any = ()) -> Any:
+        calls.append(1)
+        return original(value, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", counted)
+    return calls
+
+
+def test_a_copied_plain_message_is_not_serialised_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    serialise = prompt_cache._serialise
+
+    def counted(value: Any) -> bytes:
+        calls.append(1)
+        return serialise(value)
+
+    monkeypatch.setattr(prompt_cache, "_serialise", counted)
+    cache = PromptCache(OPENAI, lambda m: 2000, lambda tools: 0)
+    session = _session(50)
+    cache.send(session)
+    # A forked strategy's window: equal messages, new objects.
+    use = cache.peek([dict(m) for m in session])
+    assert len(calls) == len(session)
+    assert use.cached_tokens == 2000 * len(session) // 128 * 128
+
+
+def test_messages_that_only_look_alike_are_not_mixed_up() -> None:
+    # 1 == 1.0 == True as dict items, but not as JSON: each is its own block.
+    cache = PromptCache(OPENAI, lambda m: 2000, lambda tools: 0)
+    cache.send([{"role": "user", "content": "x", "n": 1}])
+    use = cache.peek([{"role": "user", "content": "x", "n": 1.0}])
+    assert use.cached_tokens == 0
+
+
+def test_the_identical_prefix_counts_objects_not_equal_values() -> None:
+    a, b, c = {"x": 1}, {"x": 2}, {"x": 3}
+    assert identical_prefix_length([a, b, c], [a, b, c, {"x": 4}]) == 3
+    assert identical_prefix_length([a, b, c], [a, dict(b), c]) == 1
+    assert identical_prefix_length([], [a]) == 0
+    assert identical_prefix_length([a, b], [a]) == 1
+
+
+def test_plain_messages_are_copied_without_deepcopy(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counting_deepcopy(monkeypatch)
+    trace = simulate(_conversation(_session(30)), _Keeper(), client=None, model="ctxeval/oracle")
+    assert calls == []
+    assert len(trace.requests) == 30
+
+
+def test_fork_copies_plain_messages_in_one_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    strategy = _Keeper()
+    for message in _session(100):
+        strategy.add(message)
+    calls: list[int] = []
+    copy_dict = copy._deepcopy_dispatch[dict]  # type: ignore[attr-defined]
+
+    def counted(value: Any, memo: Any, deepcopy: Any = copy.deepcopy) -> Any:
+        calls.append(1)
+        return copy_dict(value, memo, deepcopy)
+
+    monkeypatch.setitem(copy._deepcopy_dispatch, dict, counted)  # type: ignore[attr-defined]
+    fork = fork_strategy(strategy)
+    # The strategy's own attributes, not each of the 201 messages.
+    assert len(calls) < 5
+    assert fork.history == strategy.history  # type: ignore[attr-defined]
+    assert all(a is not b for a, b in zip(fork.history, strategy.history, strict=True))  # type: ignore[attr-defined]
+
+
+def test_a_fork_is_still_a_deep_copy() -> None:
+    strategy = _Keeper()
+    shared: Message = {"role": "user", "content": "twice"}
+    call: dict[str, Any] = {"id": "c1", "type": "function", "function": {"name": "f"}}
+    nested: Message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    for message in (shared, nested, shared):
+        strategy.add(message)
+    fork: Any = fork_strategy(strategy)
+    # A message listed twice is one copy, as deepcopy gives it.
+    assert fork.history[0] is fork.history[2] and fork.history[0] is not shared
+    fork.history[0]["content"] = "changed"
+    fork.history[1]["tool_calls"][0]["function"]["name"] = "changed"
+    assert shared["content"] == "twice"
+    assert call["function"]["name"] == "f"
+
+
+def test_a_strategy_editing_what_it_is_given_leaves_the_session_alone() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    messages = [
+        *_session(2),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "done"},
+    ]
+    before = copy.deepcopy(messages)
+    simulate(_conversation(messages), _Editor(), client=None, model="ctxeval/oracle")
+    assert messages == before
+
+
+def test_copy_message_deep_copies_anything_but_plain_values() -> None:
+    nested: Message = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    copied = copy_message(nested)
+    assert copied == nested and copied["content"] is not nested["content"]
+    plain: Message = {"role": "user", "content": "hi", "name": None}
+    assert copy_message(plain) == plain and copy_message(plain) is not plain
+    assert simulate_module.copy_message is copy_message
+
+
+def test_number_series_are_not_scrubbed_item_by_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    inner = redact._scrub_data
+
+    def counted(value: Any, values: Any) -> Any:
+        calls.append(1)
+        return inner(value, values)
+
+    monkeypatch.setattr(redact, "_scrub_data", counted)
+    series = list(range(1000))
+    scrubbed = redact.scrub_data({"session_prompt_tokens": series})
+    assert scrubbed == {"session_prompt_tokens": series}
+    assert scrubbed["session_prompt_tokens"] is not series  # still a copy
+    assert len(calls) < 10
+
+
+def test_a_secret_in_a_list_with_numbers_is_still_scrubbed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "sk-test-0123456789abcdefghijklmnop"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    scrubbed = redact.scrub_data({"values": [1, 2.5, None, f"key {secret}"], "pair": (3, secret)})
+    assert secret not in repr(scrubbed)
+    assert scrubbed["values"][:3] == [1, 2.5, None]
+    assert isinstance(scrubbed["pair"], tuple)
