@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -26,6 +26,7 @@ BUDGET_HELP = (
     "Run each strategy that takes a budget_tokens parameter once per budget, e.g. "
     "1000,2000,4000; the summary gives the smallest budget that still passes everything"
 )
+_N = TypeVar("_N", int, float)
 _SWEEP_ON = ("true", "yes", "on")
 _SWEEP_OFF = ("false", "no", "off")
 # Models named so are answered in-process and never recorded in cassettes.
@@ -144,55 +145,56 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
-def _fail_on(value: str) -> str:
-    if value not in FAIL_ON:
+def _one_of(flag: str, value: str, choices: Iterable[str]) -> str:
+    if value not in choices:
         raise pytest.UsageError(
-            f"--ctx-fail-on: invalid value {value!r}; expected one of: {', '.join(FAIL_ON)}"
+            f"{flag}: invalid value {value!r}; expected one of: {', '.join(choices)}"
         )
     return value
+
+
+def _number(
+    flag: str,
+    value: str,
+    convert: Callable[[str], _N],
+    accept: Callable[[_N], bool],
+    expected: str,
+) -> _N:
+    """``value`` converted, or one usage error naming the option, the value and what it takes."""
+    try:
+        number = convert(value)
+    except ValueError:
+        number = None
+    # ``accept`` is written so NaN fails it ("not x > 0" would let NaN through).
+    if number is None or not accept(number):
+        raise pytest.UsageError(f"{flag}: invalid value {value!r}; expected {expected}")
+    return number
+
+
+def _fail_on(value: str) -> str:
+    return _one_of("--ctx-fail-on", value, FAIL_ON)
 
 
 def _record_mode(value: str) -> str:
-    if value not in RECORD_MODES:
-        raise pytest.UsageError(
-            f"--ctx-record: invalid value {value!r}; expected one of: {', '.join(RECORD_MODES)}"
-        )
-    return value
+    return _one_of("--ctx-record", value, RECORD_MODES)
 
 
 def _at_least_one(flag: str, value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise pytest.UsageError(f"{flag}: invalid value {value!r}; expected a whole number >= 1")
-    return number
+    return _number(flag, value, int, lambda n: n >= 1, "a whole number >= 1")
 
 
 def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0:
-        raise pytest.UsageError(
-            f"--ctx-timeout: invalid value {value!r}; expected a number of seconds > 0"
-        )
-    return number
+    return _number("--ctx-timeout", value, float, lambda n: n > 0, "a number of seconds > 0")
 
 
 def _agreement(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not 0.0 < number <= 1.0:
-        raise pytest.UsageError(
-            f"--ctx-agreement: invalid value {value!r}; expected a number in (0, 1], "
-            "e.g. 0.6 (1 = equal after normalisation)"
-        )
-    return number
+    return _number(
+        "--ctx-agreement",
+        value,
+        float,
+        lambda n: 0.0 < n <= 1.0,
+        "a number in (0, 1], e.g. 0.6 (1 = equal after normalisation)",
+    )
 
 
 def _cache_model(value: str | None) -> str | None:
@@ -200,37 +202,25 @@ def _cache_model(value: str | None) -> str | None:
         return None
     from .llm.prompt_cache import RULES
 
-    if value not in RULES:
-        raise pytest.UsageError(
-            f"--ctx-cache-model: invalid value {value!r}; expected one of: {', '.join(RULES)}"
-        )
-    return value
+    return _one_of("--ctx-cache-model", value, RULES)
 
 
 def _seconds_per_turn(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number >= 0:
-        raise pytest.UsageError(
-            f"--ctx-seconds-per-turn: invalid value {value!r}; expected a number of seconds >= 0"
-        )
-    return number
+    return _number(
+        "--ctx-seconds-per-turn", value, float, lambda n: n >= 0, "a number of seconds >= 0"
+    )
 
 
 def _context_window(value: str | None) -> int | None:
     if value is None:
         return None
-    try:
-        number = int(value.replace(",", "").replace("_", ""))
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise pytest.UsageError(
-            f"--ctx-context-window: invalid value {value!r}; expected a number of tokens >= 1"
-        )
-    return number
+    return _number(
+        "--ctx-context-window",
+        value,
+        lambda text: int(text.replace(",", "").replace("_", "")),
+        lambda n: n >= 1,
+        "a number of tokens >= 1",
+    )
 
 
 def _sweep(value: str | None) -> int | None:

@@ -13,6 +13,7 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,12 +181,17 @@ class ModelClient:
         params = {k: kwargs[k] for k in SAMPLING_PARAMS if k in kwargs}
         request = build_request(self.model, kwargs["messages"], kwargs.get("tools"), params)
         key = request_hash(request)
+        return self._once(key, lambda: self._ask(litellm, kwargs, key, request, context))
+
+    def _once(self, key: str, ask: Callable[[], Completion]) -> Completion:
+        """Identical requests (the `full` strategy's and the ground truth's)
+        are asked once and share the answer."""
         with self._asked_lock:
             asked = self._asked.setdefault(key, _Asked())
         # Held while asking: a concurrent identical request waits for this answer.
         with asked.lock:
             if asked.completion is None:
-                asked.completion = self._ask(litellm, kwargs, key, request, context)
+                asked.completion = ask()
             return asked.completion
 
     def _ask(

@@ -20,7 +20,6 @@ from .client import (
     Completion,
     ModelClient,
     ModelError,
-    _Asked,
     _bounded,
     _bounded_call,
 )
@@ -57,12 +56,7 @@ class MockModelClient(ModelClient):
         if seed is not None:
             params["seed"] = seed
         key = request_hash(build_request(self.model, messages, tools or None, params))
-        with self._asked_lock:
-            asked = self._asked.setdefault(key, _Asked())
-        with asked.lock:
-            if asked.completion is None:
-                asked.completion = self._answer(messages, tools or [], response_format, seed)
-            return asked.completion
+        return self._once(key, lambda: self._answer(messages, tools or [], response_format, seed))
 
     def _answer(
         self,

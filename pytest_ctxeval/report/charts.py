@@ -6,6 +6,7 @@ then leaves the chart out (no empty frame).  Labels are escaped (``svg.label``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -133,6 +134,15 @@ def _place_label(px: float, py: float, chars: int, placed: list[Box]) -> tuple[f
     return px + 9, py + 4, "start"
 
 
+def _legend(names: Iterable[str], colour: Callable[[str], str]) -> str:
+    """A chart's legend: a swatch and the name of each series, sorted by name."""
+    items = "".join(
+        f'<li><span class="swatch" style="background:{colour(n)}"></span>{escape(n)}</li>'
+        for n in sorted(names)
+    )
+    return f'<ul class="chart-legend">{items}</ul>'
+
+
 def _overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
@@ -251,12 +261,7 @@ def _series_svg(
                 f"({share:.0%} of its input)</title></polyline>"
             )
     parts.append("</svg>")
-    legend = "".join(
-        f'<li><span class="swatch" style="background:{palette.get(n.split(" @ ")[0], MUTED)}">'
-        f"</span>{escape(n)}</li>"
-        for n in sorted(series)
-    )
-    return Markup("".join(parts) + f'<ul class="chart-legend">{legend}</ul>')
+    return Markup("".join(parts) + _legend(series, lambda n: palette.get(n.split(" @ ")[0], MUTED)))
 
 
 def depth_heatmaps(df: pd.DataFrame) -> Markup:
@@ -415,9 +420,4 @@ def rate_by_turn_chart(curves: dict[str, list[tuple[int, int, int]]], what: str)
             f"<title>{escape(name)}</title></polyline>{dots}</g>"
         )
     parts.append("</svg>")
-    legend = "".join(
-        f'<li><span class="swatch" style="background:{palette.get(n, MUTED)}"></span>'
-        f"{escape(n)}</li>"
-        for n in sorted(curves)
-    )
-    return Markup("".join(parts) + f'<ul class="chart-legend">{legend}</ul>')
+    return Markup("".join(parts) + _legend(curves, lambda n: palette.get(n, MUTED)))
