@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from ..results.record import ResultRecord
 
-EVIDENCE_PREFIX = "evidence-"
 STATES = ("verbatim", "transformed", "in_store", "gone")
 
 

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Needles planted from what a dataset cites as an answer's evidence are named
+# evidence-…, so a reader of the scenario tells them from hand-planted ones.
+EVIDENCE_PREFIX = "evidence-"
+
 
 @dataclass(frozen=True)
 class Where:

@@ -23,8 +23,8 @@ from pathlib import PurePath
 from typing import Any
 
 from ...evaluate.matching import occurs
-from ...report.evidence import EVIDENCE_PREFIX
 from ._common import (
+    EVIDENCE_PREFIX,
     Draft,
     TranscriptError,
     Where,

@@ -18,8 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 from ...evaluate.matching import occurs
-from ...report.evidence import EVIDENCE_PREFIX
-from ._common import Draft, TranscriptError, Where, json_items, require_object
+from ._common import EVIDENCE_PREFIX, Draft, TranscriptError, Where, json_items, require_object
 from ._messages import Session, chat_scenario, message_numbers, split_at_last_user
 from .writer import slugify
 
