@@ -33,6 +33,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # What pytest_collection_finish froze goes back to the collector when
+    # pytest is done, after its own final collections: those run in pytest's
+    # unconfigure and in a cleanup registered at configure, which runs
+    # before this earlier one.  An in-process run (pytester) leaves nothing
+    # frozen behind.
+    early_config.add_cleanup(gc.unfreeze)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
     options = CtxOptions.from_config(config)
@@ -98,14 +107,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # session: kept out of the cyclic garbage collector's full passes,
     # pytest's own at session end included.  Only in a run with scenarios.
     if any(isinstance(item, ProbeItem) for item in session.items):
+        # The tokenizer's vocabulary (a dict of some 200,000 entries) too:
+        # every item counts tokens, and a full pass would walk it each time.
+        from .llm.local_tokenizer import local_encoding
+
+        local_encoding()
         gc.freeze()
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    # trylast: after pytest's final collection; an in-process run (pytester)
-    # hands everything back to the collector.
-    gc.unfreeze()
 
 
 @pytest.hookimpl(trylast=True)

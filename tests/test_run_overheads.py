@@ -1,6 +1,7 @@
 """What a run pays besides its own work: the objects collection built are
 kept out of the garbage collector's full passes (pytest runs two at session
-end), in a run with scenarios only, and handed back when pytest is done."""
+end), in a run with scenarios only, and handed back when pytest is done; a
+finished session is not kept alive to the end of the run."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 SCENARIO = """
 id: vault
@@ -60,3 +63,39 @@ def test_an_unrelated_project_is_left_alone(tmp_path: Path) -> None:
     out = run(tmp_path)
     assert "frozen during the run: False" in out, out
     assert "frozen after: False exit 0" in out, out
+
+
+TWO_PROBES = """
+id: vault
+turns:
+  - user: "For the record, the vault combination is 7-3-9-1."
+  - assistant: Noted.
+  - user: "And the safe is behind the painting of the harbour."
+  - assistant: Noted.
+probes:
+  - {id: code, user: "What is the vault combination?", expect: {contains: "7-3-9-1"}}
+  - {id: safe, user: "Where is the safe?", expect: {contains: "painting"}}
+"""
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_session_is_let_go_once_its_last_selected_probe_is_answered(concurrency: int) -> None:
+    # A long run must not keep every session's windows alive to its end.
+    from pytest_ctxeval.evaluate.runner import EvalSettings, Evaluator
+    from pytest_ctxeval.scenario.loader import parse_conversations
+    from pytest_ctxeval.strategies.registry import resolve
+
+    (conversation,) = parse_conversations(TWO_PROBES, "vault.yaml")
+    spec = resolve("full")[0]
+    run = ("vault.yaml", conversation.id, spec.name)
+    evaluator = Evaluator(EvalSettings(concurrency=concurrency), selection={run: {"code", "safe"}})
+    code, safe = conversation.probes
+    first = evaluator.evaluate(conversation, spec, code, source="vault.yaml")
+    if concurrency == 1:  # probe by probe: the second still needs the session
+        assert run in evaluator._traces
+    second = evaluator.evaluate(conversation, spec, safe, source="vault.yaml")
+    assert run not in evaluator._traces
+    assert (first.verdict, second.verdict) == ("pass", "pass")
+    # Asked again (a re-run), the session is simulated again, to the same record.
+    again = evaluator.evaluate(conversation, spec, code, source="vault.yaml")
+    assert again.model_dump(exclude={"latency_s"}) == first.model_dump(exclude={"latency_s"})

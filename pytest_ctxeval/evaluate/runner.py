@@ -123,6 +123,10 @@ class Evaluator:
     _truth: dict[tuple[str, str, str], _Truth] = field(default_factory=dict)
     _ready: dict[tuple[str, str, str, str], ResultRecord] = field(default_factory=dict)
     _batched: set[RunKey] = field(default_factory=set)
+    # Probes of a run not evaluated yet (from ``selection``): a run's session
+    # trace is dropped once none is left, so a long run does not keep every
+    # session's windows alive (and walked by the garbage collector) to the end.
+    _unfinished: dict[RunKey, set[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -179,7 +183,19 @@ class Evaluator:
         for other, record in zip(probes, records, strict=True):
             if other.id != probe.id:
                 self._ready[(*run, other.id)] = record
+        self._forget_finished(run, probes)
         return records[probes.index(probe)]
+
+    def _forget_finished(self, run: RunKey, probes: list[ProbeCase]) -> None:
+        """Drop the run's session trace once every selected probe has its
+        record (a re-run item, e.g. under rerunfailures, simulates again)."""
+        wanted = self.selection.get(run)
+        if wanted is None:
+            return  # not told which probes will come: keep it
+        left = self._unfinished.setdefault(run, set(wanted))
+        left.difference_update(p.id for p in probes)
+        if not left:
+            self._traces.pop(run, None)
 
     def _evaluate_many(
         self,
@@ -221,7 +237,7 @@ class Evaluator:
                 jobs[("truth", item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
-        answers = self._run(jobs)
+        answers = self._run(jobs, self.client)
         for probe_id, truth in new_truths.items():
             if truth.beyond is None:
                 truth.answers = [
@@ -247,8 +263,8 @@ class Evaluator:
         self._judge_agreements(finished)
         return [item.record for item in pending]
 
-    def _run(self, jobs: dict[_K, Callable[[], _T]]) -> dict[_K, _T]:
-        return run_jobs(jobs, self.settings.concurrency)
+    def _run(self, jobs: dict[_K, Callable[[], _T]], client: ModelClient) -> dict[_K, _T]:
+        return run_jobs(jobs, 1 if client.in_process else self.settings.concurrency)
 
     def _prepare(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str
@@ -408,7 +424,7 @@ class Evaluator:
                 jobs[(index, r)] = _judge_job(
                     judge, record, probe.question, answer.answer or "", reference.answer or ""
                 )
-        verdicts = self._run(jobs)
+        verdicts = self._run(jobs, judge)
         for index, (item, asked, _) in enumerate(finished):
             results = [verdicts[(index, r)] for r in range(len(asked)) if (index, r) in verdicts]
             if results:

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import json
 import re
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,20 +95,34 @@ class SessionTrace:
 class StrategyCallCounter:
     """Lets a strategy call the model (summaries, sub-agents) and counts it."""
 
+    _trace: weakref.ReferenceType[SessionTrace] | None
+
     def __init__(self, client: Any, trace: SessionTrace | None = None) -> None:
         self.client = client
         self.trace = trace
+
+    # The trace holds this counter (and the strategy holds its calls): a weak
+    # reference back leaves no cycle, so a finished session is freed at once
+    # instead of waiting for, and lengthening, a full garbage collection.
+    @property
+    def trace(self) -> SessionTrace | None:
+        return self._trace() if self._trace is not None else None
+
+    @trace.setter
+    def trace(self, trace: SessionTrace | None) -> None:
+        self._trace = weakref.ref(trace) if trace is not None else None
 
     def context(self, count_tokens: Any) -> StrategyContext:
         # A plain function, not a bound method: strategies are deep-copied on
         # fork and must not copy the client with them.
         def call(messages: list[Message], **kwargs: Any) -> str:
             result = self.client.complete(messages, **kwargs)
-            if self.trace is not None:
-                self.trace.strategy_calls += 1
-                self.trace.strategy_cost_usd += result.cost_usd
-                self.trace.strategy_prompt_tokens += result.prompt_tokens
-                self.trace.strategy_completion_tokens += result.completion_tokens
+            trace = self.trace
+            if trace is not None:
+                trace.strategy_calls += 1
+                trace.strategy_cost_usd += result.cost_usd
+                trace.strategy_prompt_tokens += result.prompt_tokens
+                trace.strategy_completion_tokens += result.completion_tokens
             return result.content or ""
 
         def complete(messages: list[Message]) -> str:

@@ -135,6 +135,9 @@ class ModelClient:
     # answers to one window), which would turn into a spurious verdict.
     _asked: dict[str, _Asked] = field(default_factory=dict, repr=False)
     _asked_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Whether calls are answered in this process, holding the GIL throughout:
+    # then threads cannot overlap them, only add switching.
+    in_process = False
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)

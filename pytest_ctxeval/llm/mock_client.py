@@ -39,6 +39,8 @@ def is_mock_model(model: str) -> bool:
 class MockModelClient(ModelClient):
     """A ModelClient for ``ctxeval/...`` models that answers in-process."""
 
+    in_process = True
+
     def complete(
         self,
         messages: list[dict[str, Any]],
