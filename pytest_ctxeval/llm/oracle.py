@@ -167,16 +167,18 @@ def _summary_sentences(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=ANALYSED_TEXTS)
-def _text_candidates(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The sentences of ``text`` that can answer something, with their words."""
+def _text_candidates(text: str) -> tuple[tuple[str, ...], ...]:
+    """The sentences of ``text`` that can answer something, each followed by
+    its distinct words.  Only strings in tuples: the garbage collector stops
+    tracking such tuples, so a full cache costs its full passes nothing."""
     out = []
     for sentence in sentences(text):
         if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
             continue
         sentence = _MARKER.sub(" ", sentence).strip()
-        found = frozenset(terms(sentence))
+        found = tuple(dict.fromkeys(terms(sentence)))
         if found:
-            out.append((sentence, found))
+            out.append((sentence, *found))
     return tuple(out)
 
 
@@ -190,8 +192,8 @@ def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> l
     out: list[_Candidate] = []
 
     def add(text: str, memory_id: str | None = None) -> None:
-        for sentence, found in _text_candidates(text):
-            out.append(_Candidate(sentence, found, len(out), memory_id))
+        for sentence, *found in _text_candidates(text):
+            out.append(_Candidate(sentence, frozenset(found), len(out), memory_id))
 
     def add_listing(text: str) -> None:
         for line in text.splitlines():

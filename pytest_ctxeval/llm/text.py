@@ -31,20 +31,33 @@ def terms(text: str) -> list[str]:
 
     A lone capital letter or digit is kept ("input B", "step 3"): in chat it
     is usually a label someone will refer back to."""
+    # Words repeat far more than texts do: each distinct word is looked at once.
+    known = _TERM_OF
     out = []
     for word in _WORD.findall(text):
-        word = word.strip("'-")
-        if not word:
-            continue
-        if len(word) == 1:
-            if word.isupper() or word.isdigit():
-                out.append(word.lower())
-            continue
-        low = word.lower()
-        if low in _STOPWORDS:
-            continue
-        out.append(_stem(low))
+        term = known.get(word)
+        if term is None:
+            if len(known) >= _TERMS_REMEMBERED:
+                known.clear()
+            term = known[word] = _term(word)
+        if term:
+            out.append(term)
     return out
+
+
+def _term(word: str) -> str:
+    """The term a word counts as; "" for a word that is none."""
+    word = word.strip("'-")
+    if not word:
+        return ""
+    if len(word) == 1:
+        return word.lower() if word.isupper() or word.isdigit() else ""
+    low = word.lower()
+    return "" if low in _STOPWORDS else _stem(low)
+
+
+_TERM_OF: dict[str, str] = {}
+_TERMS_REMEMBERED = 200_000
 
 
 def _stem(word: str) -> str:
