@@ -13,6 +13,7 @@ from typing import Any
 
 from ..messages import content_text
 from .local_tokenizer import count_locally, local_encoding
+from .prompt_cache import identical_prefix_length
 
 # OpenAI's chat format costs a few tokens per message and per reply.
 PER_MESSAGE_OVERHEAD = 4
@@ -97,8 +98,8 @@ def shared_prefix_tokens(
 
 def shared_prefix_length(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> int:
     """How many leading messages two requests have in common (usually the
-    very same objects, so identity is checked first)."""
-    shared, limit = 0, min(len(previous), len(current))
+    very same objects, so identity is checked first, in one pass)."""
+    shared, limit = identical_prefix_length(previous, current), min(len(previous), len(current))
     while shared < limit and (
         current[shared] is previous[shared] or current[shared] == previous[shared]
     ):
