@@ -56,7 +56,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..messages import content_text
 from .codegen import write_code
@@ -94,10 +94,9 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Candidate:
+class _Candidate(NamedTuple):
     text: str
-    terms: frozenset[str]
+    terms: tuple[str, ...]  # its distinct words
     # Order in the request: tool definitions first (providers send them
     # before the messages), then the messages.
     position: int
@@ -167,9 +166,9 @@ def _summary_sentences(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=ANALYSED_TEXTS)
-def _text_candidates(text: str) -> tuple[tuple[str, ...], ...]:
-    """The sentences of ``text`` that can answer something, each followed by
-    its distinct words.  Only strings in tuples: the garbage collector stops
+def _text_candidates(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The sentences of ``text`` that can answer something, with their
+    distinct words.  Only strings in tuples: the garbage collector stops
     tracking such tuples, so a full cache costs its full passes nothing."""
     out = []
     for sentence in sentences(text):
@@ -178,7 +177,7 @@ def _text_candidates(text: str) -> tuple[tuple[str, ...], ...]:
         sentence = _MARKER.sub(" ", sentence).strip()
         found = tuple(dict.fromkeys(terms(sentence)))
         if found:
-            out.append((sentence, *found))
+            out.append((sentence, found))
     return tuple(out)
 
 
@@ -192,8 +191,8 @@ def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> l
     out: list[_Candidate] = []
 
     def add(text: str, memory_id: str | None = None) -> None:
-        for sentence, *found in _text_candidates(text):
-            out.append(_Candidate(sentence, frozenset(found), len(out), memory_id))
+        for sentence, found in _text_candidates(text):
+            out.append(_Candidate(sentence, found, len(out), memory_id))
 
     def add_listing(text: str) -> None:
         for line in text.splitlines():
@@ -246,7 +245,7 @@ def _best_sentences(
         return []
     # Only question words score, so only their document frequencies matter:
     # the weights are idf_weights' over all candidates, for those words.
-    shared = [(c, q_terms & c.terms) for c in candidates]
+    shared = [(c, q_terms.intersection(c.terms)) for c in candidates]
     shared = [(c, words) for c, words in shared if words]
     df: dict[str, int] = {}
     for _, words in shared:
@@ -275,15 +274,18 @@ def _best_sentences(
         # stale statements' words.
         return [best]
     replaced = {c.position for c in same}
-    missing = q_terms - best.terms
-    second = next((c for c in ranked[1:] if c.position not in replaced and missing & c.terms), None)
+    missing = q_terms.difference(best.terms)
+    second = next(
+        (c for c in ranked[1:] if c.position not in replaced and missing.intersection(c.terms)),
+        None,
+    )
     return [best] if second is None else [best, second]
 
 
 def _topic(top: _Candidate, q_terms: set[str], df: dict[str, int]) -> set[str]:
     """The best match's question words that the most sentences use (``df``:
     how many sentences use each question word)."""
-    asked = q_terms & top.terms
+    asked = q_terms.intersection(top.terms)
     counts = {t: df.get(t, 0) for t in asked}
     most = max(counts.values(), default=0)
     return {t for t, n in counts.items() if n == most}
@@ -293,10 +295,10 @@ def _same_question(
     top: _Candidate, other: _Candidate, q_terms: set[str], topic: set[str], share: float
 ) -> bool:
     """Whether ``other`` answers the question ``top`` answers (module docstring)."""
-    if share < SAME_QUESTION_SHARE or not topic <= other.terms:
+    if share < SAME_QUESTION_SHARE or not topic.issubset(other.terms):
         return False
-    asked = q_terms & top.terms
-    if len(asked & other.terms) < min(SAME_QUESTION_TERMS, len(asked)):
+    asked = q_terms.intersection(top.terms)
+    if len(asked.intersection(other.terms)) < min(SAME_QUESTION_TERMS, len(asked)):
         return False
     return not _names_something_else(top, other, q_terms)
 
@@ -336,7 +338,7 @@ def _memory_to_retrieve(
     gains: dict[str, set[str]] = {}
     for c in previews:
         if c.memory_id is not None and c.memory_id not in already:
-            gains.setdefault(c.memory_id, set()).update((c.terms & q_terms) - covered)
+            gains.setdefault(c.memory_id, set()).update(q_terms.intersection(c.terms) - covered)
     best_id, best_gain = None, 0
     for memory_id, gain in gains.items():
         if len(gain) > best_gain:
