@@ -188,3 +188,28 @@ def test_a_secret_in_a_list_with_numbers_is_still_scrubbed(
     assert secret not in repr(scrubbed)
     assert scrubbed["values"][:3] == [1, 2.5, None]
     assert isinstance(scrubbed["pair"], tuple)
+
+
+def _numbered(n: int) -> list[Message]:
+    return [{"role": "user", "content": f"message {i} " + "word " * 300} for i in range(n)]
+
+
+def test_a_session_that_extends_its_window_keeps_one_stored_prompt() -> None:
+    # Storing a request must not cost a write per message it repeats: the
+    # whole growing session is one entry, and it still serves every prefix.
+    messages = _numbered(40)
+    cache = PromptCache(OPENAI, lambda m: 300, lambda t: 0)
+    uses = [cache.send(messages[:n]) for n in range(1, 41)]
+    assert len(cache._prompts) == 1
+    assert [u.cached_tokens for u in uses[4:7]] == [1152, 1408, 1792]
+    # A shorter request still reads from the longer prompt that holds it.
+    assert cache.peek(messages[:10]).cached_tokens == 2944
+
+
+def test_a_sliding_window_keeps_only_prompts_still_alive() -> None:
+    messages = _numbered(60)
+    cache = PromptCache(OPENAI, lambda m: 300, lambda t: 0, seconds_per_request=30)
+    for n in range(10, 60):
+        cache.send(messages[n - 10 : n])  # each request drops the oldest message
+    # Five minutes at 30 s a request: the prompts of the last eleven requests.
+    assert len(cache._prompts) == 11

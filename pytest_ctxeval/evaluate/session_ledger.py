@@ -71,11 +71,20 @@ class SessionLedger:
         self._given_texts[key] = self._given_texts.get(key, 0) + 1
         self._given_tokens += self.cache.tokens_of(message)
 
-    def request(self, window: Window, reply: Message, strategy_calls: int) -> RequestParts:
+    def request(
+        self,
+        window: Window,
+        reply: Message,
+        strategy_calls: int,
+        *,
+        identical: int | None = None,
+    ) -> RequestParts:
         """One model call: ``reply`` is the assistant message it produced;
-        ``strategy_calls`` the strategy's own calls so far in the session."""
-        use: CacheUse = self.cache.send(window.messages, window.tools)
-        kept, written = self._parts(window.messages)
+        ``strategy_calls`` the strategy's own calls so far in the session.
+        ``identical``, when the caller knows it: how many leading messages are
+        the very objects of the previous window (see ``PromptCache.send``)."""
+        use: CacheUse = self.cache.send(window.messages, window.tools, identical=identical)
+        kept, written = self._parts(window.messages, identical)
         calls, self._calls_before = strategy_calls - self._calls_before, strategy_calls
         return RequestParts(
             cached_tokens=use.cached_tokens,
@@ -87,9 +96,11 @@ class SessionLedger:
             summarised_tokens=written,
         )
 
-    def _parts(self, messages: list[Message]) -> tuple[int, int]:
+    def _parts(self, messages: list[Message], identical: int | None) -> tuple[int, int]:
         """(tokens of given messages, tokens of the strategy's own) in the window."""
-        shared = identical_prefix_length(self._window, messages)
+        if identical is None:
+            identical = identical_prefix_length(self._window, messages)
+        shared = identical
         kept, written = self._kept[: shared + 1], self._written[: shared + 1]
         for message in messages[shared:]:
             tokens = self.cache.tokens_of(message)

@@ -11,7 +11,12 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST, CacheRules, PromptCache
+from ..llm.prompt_cache import (
+    DEFAULT_SECONDS_PER_REQUEST,
+    CacheRules,
+    PromptCache,
+    identical_prefix_length,
+)
 from ..llm.tokens import PromptMeter
 from ..scenario.build import Conversation
 from ..strategies.base import (
@@ -195,8 +200,11 @@ def simulate(
             trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
-            tokens, shared = meter.measure(window.messages, window.tools)
-            parts = ledger.request(window, message, trace.strategy_calls)
+            # The meter and the ledger saw every window so far: one pass finds
+            # how much of this one the previous window's very objects start.
+            identical = identical_prefix_length(previous, window.messages)
+            tokens, shared = meter.measure(window.messages, window.tools, identical=identical)
+            parts = ledger.request(window, message, trace.strategy_calls, identical=identical)
             trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
             previous, previous_tools = window.messages, window.tools
         # A copy: a strategy that edits what it is given must not reach the

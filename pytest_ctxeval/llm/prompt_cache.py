@@ -171,7 +171,15 @@ class PromptCache:
     requests: int = 0
     breaks: list[CacheBreak] = field(default_factory=list)
     break_count: int = 0
+    # Explicit breakpoints: each written prefix (its boundary hash) and how
+    # long it lives.
     _alive_until: dict[bytes, float] = field(default_factory=dict)
+    # Automatic caching: each prompt stored whole, as (boundary hashes, alive
+    # until), dropping a stored prompt once a later one extends it: a prefix
+    # hash chains every block before it, so a prompt holds every prefix of
+    # its own.  A session that extends its window keeps one entry, and
+    # storing a request costs nothing per message it repeats.
+    _prompts: list[tuple[list[bytes], float]] = field(default_factory=list)
     _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
     _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
     # (digest, tokens) of plain text messages by their items: a copy of a
@@ -183,12 +191,20 @@ class PromptCache:
     _previous: _Request | None = None
 
     def send(
-        self, messages: Sequence[Message], tools: Tools | None = None, *, at_s: float | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Tools | None = None,
+        *,
+        at_s: float | None = None,
+        identical: int | None = None,
     ) -> CacheUse:
-        """Account one session request: read what is cached, then store it."""
+        """Account one session request: read what is cached, then store it.
+        Requests come in time order.  ``identical``, when the caller knows it:
+        how many leading messages are the very objects the previous ``send``
+        was given (saves a pass over the window)."""
         self.requests += 1
         now = self._time(at_s)
-        request = self._cut(messages, tools or [])
+        request = self._cut(messages, tools or [], identical)
         cached, write, written = self._lookup(request, now)
         self._store(request, written, now)
         found = self._break(request)
@@ -217,6 +233,7 @@ class PromptCache:
             self,
             breaks=list(self.breaks),
             _alive_until=dict(self._alive_until),
+            _prompts=list(self._prompts),
             _message_memo=dict(self._message_memo),
             _tools_memo=dict(self._tools_memo),
         )
@@ -228,12 +245,16 @@ class PromptCache:
 
     # -- cutting a request into hashed blocks ------------------------------------------------
 
-    def _cut(self, messages: Sequence[Message], tools: Tools) -> _Request:
+    def _cut(
+        self, messages: Sequence[Message], tools: Tools, identical: int | None = None
+    ) -> _Request:
         tools_key, tools_hash, tool_tokens = self._tools_block(tools)
         previous = self._previous
         shared = 0
         if previous is not None and previous.tools_key == tools_key:
-            shared = identical_prefix_length(previous.messages, messages)
+            if identical is None:
+                identical = identical_prefix_length(previous.messages, messages)
+            shared = identical
         if previous is not None and previous.tools_key == tools_key:
             digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
             tokens = previous.tokens[: shared + 1]
@@ -309,19 +330,24 @@ class PromptCache:
         return cached, max(deepest - cached, 0), keep
 
     def _longest_alive(self, request: _Request, now: float) -> int | None:
-        # Boundaries are written together with every shorter one of the same
-        # prompt, so the alive ones form a prefix: binary search for its end.
+        """The last boundary of ``request`` that a stored prompt still alive
+        shares, or None.  Prefix hashes chain, so two prompts agree up to
+        some boundary and differ from there on: binary search for it."""
         hashes = request.hashes
-        if not self._alive(hashes[0], now):
-            return None
-        low, high = 0, len(hashes) - 1
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self._alive(hashes[middle], now):
-                low = middle
-            else:
-                high = middle - 1
-        return low
+        best: int | None = None
+        for stored, until in self._prompts:
+            if until < now or stored[0] != hashes[0]:
+                continue
+            low, high = 0, min(len(stored), len(hashes)) - 1
+            while low < high:
+                middle = (low + high + 1) // 2
+                if stored[middle] == hashes[middle]:
+                    low = middle
+                else:
+                    high = middle - 1
+            if best is None or low > best:
+                best = low
+        return best
 
     def _breakpoints(self, request: _Request) -> list[int]:
         """End of the tools, end of the system prompt, the last message."""
@@ -336,8 +362,18 @@ class PromptCache:
     def _store(self, request: _Request, boundaries: Sequence[int], now: float) -> None:
         until = now + self.rules.ttl_s
         hashes = request.hashes
-        if boundaries == range(len(hashes)):  # automatic caching: every boundary, in one step
-            self._alive_until.update(dict.fromkeys(hashes, until))
+        if boundaries == range(len(hashes)):  # automatic caching: the whole prompt
+            self._prompts = [
+                (stored, stored_until)
+                for stored, stored_until in self._prompts
+                if stored_until >= now  # expired (requests come in time order)
+                and not (
+                    stored_until <= until
+                    and len(stored) <= len(hashes)
+                    and stored[-1] == hashes[len(stored) - 1]  # a prefix of this one
+                )
+            ]
+            self._prompts.append((hashes, until))
         else:
             self._alive_until.update(dict.fromkeys((hashes[b] for b in boundaries), until))
 

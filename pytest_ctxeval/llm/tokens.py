@@ -96,10 +96,15 @@ def shared_prefix_tokens(
     return tools_tokens(tools, model) + sum(message_tokens(m, model) for m in current[:shared])
 
 
-def shared_prefix_length(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> int:
+def shared_prefix_length(
+    previous: list[dict[str, Any]], current: list[dict[str, Any]], identical: int | None = None
+) -> int:
     """How many leading messages two requests have in common (usually the
-    very same objects, so identity is checked first, in one pass)."""
-    shared, limit = identical_prefix_length(previous, current), min(len(previous), len(current))
+    very same objects, so identity is checked first, in one pass, unless the
+    caller knows that ``identical`` leading messages are)."""
+    if identical is None:
+        identical = identical_prefix_length(previous, current)
+    shared, limit = identical, min(len(previous), len(current))
     while shared < limit and (
         current[shared] is previous[shared] or current[shared] == previous[shared]
     ):
@@ -123,13 +128,19 @@ class PromptMeter:
         self._tools_tokens = 0
 
     def measure(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        identical: int | None = None,
     ) -> tuple[int, int]:
         """(prompt tokens, tokens of the prefix shared with the previous request).
 
         The shared prefix is the tools plus the shared leading messages, or 0
-        when the tools changed (see ``shared_prefix_tokens``)."""
-        shared = shared_prefix_length(self._messages, messages)
+        when the tools changed (see ``shared_prefix_tokens``).  ``identical``,
+        when the caller knows it: how many leading messages are the very
+        objects of the previous request's."""
+        shared = shared_prefix_length(self._messages, messages, identical)
         cumulative = self._cumulative[: shared + 1]
         running = cumulative[-1]
         for message in messages[shared:]:
