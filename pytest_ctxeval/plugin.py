@@ -172,9 +172,12 @@ def pytest_runtest_makereport(
     report = yield
     record = item.stash.get(RECORD_KEY, None)
     if record is not None and call.when == "call":
-        # A plain string attribute travels from xdist workers to the controller
-        # with the report, so only the controller ever writes results.
-        report.ctxeval_record = record.model_dump_json()
+        if hasattr(item.config, "workerinput"):
+            # A plain string attribute travels from xdist workers to the
+            # controller with the report, so only the controller ever writes results.
+            report.ctxeval_record = record.model_dump_json()
+        else:  # the controller is this process: it takes the record as it is
+            item.config.stash[SESSION_KEY].local_records[item.nodeid] = record
     return report
 
 
@@ -231,10 +234,15 @@ class ControllerHooks:
         return scenario_file_rule(self.config).collects(self.config.rootpath / path)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, "ctxeval_record", None)
-        if payload is not None and report.when == "call":
-            self.ctx.add_record(payload)
-        elif report.failed:
+        record = None
+        if report.when == "call":
+            record = self.ctx.local_records.pop(report.nodeid, None)
+            payload = getattr(report, "ctxeval_record", None)
+            if record is None and payload is not None:
+                record = self.ctx.add_record(payload)
+            elif record is not None:
+                self.ctx.keep(record)
+        if record is None and report.failed:
             self.other_failures += 1
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -39,6 +39,9 @@ class CtxSession:
     started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     run_id: str = ""
     records: list[ResultRecord] = field(default_factory=list)
+    # Without xdist: the record of each item just run, by node id, for the
+    # controller hooks in this same process (no trip through JSON).
+    local_records: dict[str, ResultRecord] = field(default_factory=dict)
     # Controller side: ctxeval items were selected to run, so this run writes
     # the results file and the report (even if no record arrives).
     will_record: bool = False
@@ -244,7 +247,7 @@ class CtxSession:
         """Controller side: keep and persist one finished item's record."""
         from .results.record import ResultRecord
 
-        return self._keep(ResultRecord.model_validate_json(payload))
+        return self.keep(ResultRecord.model_validate_json(payload))
 
     def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
         """Controller side: an ``error`` record for an item whose xdist worker
@@ -267,9 +270,10 @@ class CtxSession:
             classification="error",
             error=message,
         )
-        return self._keep(record)
+        return self.keep(record)
 
-    def _keep(self, record: ResultRecord) -> ResultRecord:
+    def keep(self, record: ResultRecord) -> ResultRecord:
+        """Controller side: keep and persist one finished item's record."""
         from .results.store import ResultWriter
 
         record.run_id = self.run_id
