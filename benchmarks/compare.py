@@ -142,6 +142,14 @@ def rounds(
             for pairs in pairs_sizes
             for n in (1, count)
         }
+        # One untimed run of each tool first: caches that any second run finds
+        # (compiled modules, a tool's own set-up) are not what a round measures.
+        for name in names:
+            try:
+                measure_once(TOOLS[name], dirs[(name, min(pairs_sizes), 1)], runs, 1)
+            except ToolFailed as failure:
+                records[name].failed = str(failure)
+                print(f"  {name}: FAILED {failure}", file=sys.stderr)
         for round_no in range(1, round_count + 1):
             print(f"round {round_no}/{round_count}", file=sys.stderr)
             # Interleaved: every tool once per size and count, then the next; then the next round.

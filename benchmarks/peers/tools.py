@@ -50,10 +50,15 @@ class Tool:
 
 
 def offline_env(**extra: str) -> dict[str, str]:
-    """The environment of every run: nothing may reach the network or phone home."""
-    dropped = ("PYTHONPATH", "VIRTUAL_ENV", "NO_PROXY", "no_proxy")
+    """The environment of every run: nothing may reach the network or phone
+    home.  Python caches compiled modules, as on a user's machine (where
+    installed packages come compiled), even where the environment turns that
+    off: otherwise every run of a Python tool would compile its modules again
+    and measure the compiler.  The cache is a folder of its own."""
+    dropped = ("PYTHONPATH", "VIRTUAL_ENV", "NO_PROXY", "no_proxy", "PYTHONDONTWRITEBYTECODE")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
+        PYTHONPYCACHEPREFIX=str(PEERS / "pycache"),
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         HF_HUB_OFFLINE="1",
         PROMPTFOO_DISABLE_TELEMETRY="1",
