@@ -11,6 +11,7 @@ line (``pytest imported/``) the files that look like scenario files are.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,9 +94,8 @@ def looks_like_scenario_file(path: Path) -> bool:
         return False
     import yaml
 
-    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        root = next(yaml.compose_all(text, Loader=loader), None)
+        root = next(yaml.compose_all(text, Loader=_untagged_loader()), None)
     except yaml.YAMLError:
         return _PROBES_KEY_LINE.search(text) is not None
     if isinstance(root, yaml.MappingNode):
@@ -104,6 +104,29 @@ def looks_like_scenario_file(path: Path) -> bool:
         listed = _value(root, "scenarios")
         return isinstance(listed, yaml.SequenceNode) and _lists_scenarios(listed)
     return isinstance(root, yaml.SequenceNode) and _lists_scenarios(root)
+
+
+@functools.cache
+def _untagged_loader() -> Any:
+    """A composing loader that leaves untagged values' tags unresolved.  The
+    decision needs explicit tags alone (``!include``), and resolving the
+    others (is it a number? a bool?) is a good part of composing a file;
+    the parser and composer, and so what is valid YAML, are PyYAML's own."""
+    import yaml
+
+    loader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
+
+    class Untagged(loader):  # type: ignore[misc]
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            return ""
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            pass
+
+        def ascend_resolver(self) -> None:
+            pass
+
+    return Untagged
 
 
 def _lists_scenarios(node: yaml.SequenceNode) -> bool:

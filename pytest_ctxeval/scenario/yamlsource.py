@@ -2,19 +2,19 @@
 ``!include`` of other YAML or text files that cannot leave the scenario root.
 
 Loading is bounded (see limits.py): nesting depth, and the values and text a
-file amounts to once aliases and includes are expanded, are counted while the
-node tree is composed, so a "billion laughs" of nested aliases is refused
+file amounts to once aliases and includes are expanded, are counted before
+anything is constructed, so a "billion laughs" of nested aliases is refused
 before anything is expanded.  Timestamps are never constructed: ``2024-01-01``
 stays the string it looks like, and ``2001-13-45`` is not an error.
 
-libyaml's C parser turns the text into events (most of the time a load
-takes); composing the node tree from them stays in Python, so every bound
-above applies to both parsers alike.  A file the C path refuses, for any
-reason, is loaded again by the pure-Python loader: its error messages are the
-ones users see, and a file the C parser alone rejects still loads.  What
-libyaml alone would accept (a tab after a colon, a "?" in a flow collection's
-plain text) takes the pure-Python path too, so what loads never depends on
-how PyYAML was built."""
+When PyYAML has libyaml, libyaml composes the node tree in C (it refuses
+nesting deeper than 1,000 itself) and one pass over that tree counts and
+bounds it as the pure-Python loader does while composing.  A file the C path
+refuses, for any reason (a limit included), is loaded again by the
+pure-Python loader: its error messages are the ones users see, and a file the
+C parser alone rejects still loads.  What libyaml alone would accept (a tab
+after a colon, a "?" in a flow collection's plain text) takes the pure-Python
+path too, so what loads never depends on how PyYAML was built."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml
-from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.reader import Reader
 from yaml.resolver import Resolver
@@ -38,6 +37,7 @@ Loc = tuple[str | int, ...]
 _INCLUDE = "!include"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _INT = "tag:yaml.org,2002:int"
+_CYCLE = "an alias refers to a list or mapping that contains it"
 
 
 class _Budget:
@@ -72,8 +72,8 @@ class _WholeFileProblem(Exception):
 
 
 class _Bounded:
-    """Bounded composition and ``!include``, over whichever parser gives the
-    events; construction that reports what it cannot read with a position."""
+    """What both loaders share: the budget and its limits, ``!include``, and
+    construction that reports what it cannot read with a position."""
 
     # Set by parse_yaml before anything is composed.
     budget: _Budget
@@ -83,68 +83,21 @@ class _Bounded:
     chain: tuple[Path, ...]  # the files being loaded, outermost first (for cycles)
     level: int  # 0 for the file being loaded, 1 for a file it includes, ...
     depth_offset: int  # nesting of the ``!include`` that loads this file
-    # From the parser and composer classes this is mixed with.
-    check_event: Any
-    peek_event: Any
+    # The data of each ``!include`` node, by id(node), for _include.
+    _included: dict[int, Any]
+    # From the constructor class this is mixed with.
     construct_scalar: Any
-
-    def _start_counting(self) -> None:
-        # (values, characters) once expanded, per open collection ...
-        self._open: list[list[int]] = []
-        # ... and per anchored node (what an alias to it costs).
-        self._sizes: dict[int, tuple[int, int]] = {}
-        self._included: dict[int, Any] = {}
-
-    # -- composition: count, bound, and load includes ------------------------------------
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            node = self._compose(parent, index)
-            if id(node) not in self._sizes:
-                # Anchors are registered before their children are composed.
-                raise yaml.composer.ComposerError(
-                    None, None, "an alias refers to a list or mapping that contains it", mark
-                )
-            self._spend(*self._sizes[id(node)], mark)
-            return node
-        event = self.peek_event()
-        mark = event.start_mark
-        if isinstance(event, yaml.ScalarEvent):
-            node = self._compose(parent, index)
-            size = (1, len(event.value))
-            self._spend(*size, mark)
-            if event.tag == _INCLUDE and isinstance(node, yaml.ScalarNode):
-                size = self._compose_include(node)
-        else:
-            depth = self.depth_offset + len(self._open) + 1
-            limits = self.budget.limits
-            if depth > limits.yaml_depth:
-                found = f"lists and mappings nested {depth:,} deep" + self._through
-                self._whole_file(mark, limits.exceeded("yaml_depth", found))
-            self._open.append([0, 0])
-            self._spend(1, 0, mark)
-            node = self._compose(parent, index)
-            nodes, chars = self._open.pop()
-            size = (nodes + 1, chars)
-        if event.anchor is not None:
-            self._sizes[id(node)] = size
-        return node
 
     @property
     def _through(self) -> str:
         return " (counting the files that include this one)" if self.depth_offset else ""
 
-    def _compose(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[misc]
-        assert node is not None  # an event is pending, so a node comes of it
-        return node
+    def _too_deep(self, depth: int, mark: Any) -> NoReturn:
+        found = f"lists and mappings nested {depth:,} deep" + self._through
+        self._whole_file(mark, self.budget.limits.exceeded("yaml_depth", found))
 
-    def _spend(self, nodes: int, chars: int, mark: Any) -> None:
-        """Count a value (or what an alias expands to) against the limits."""
-        if self._open:
-            self._open[-1][0] += nodes
-            self._open[-1][1] += chars
+    def _charge(self, nodes: int, chars: int, mark: Any) -> None:
+        """Count values and text against the limits of the whole load."""
         budget = self.budget
         budget.nodes += nodes
         budget.chars += chars
@@ -162,9 +115,10 @@ class _Bounded:
     def _whole_file(self, mark: Any, message: str) -> NoReturn:
         raise _WholeFileProblem(message, self.display, mark)
 
-    def _compose_include(self, node: yaml.ScalarNode) -> tuple[int, int]:
-        """Load an ``!include`` now, so that its size counts where it is used
-        (an alias to it costs the whole included file).  Returns that size."""
+    def _read_include(self, node: yaml.ScalarNode, depth: int) -> tuple[int, int]:
+        """Load the ``!include`` ``node``, found inside ``depth`` lists and
+        mappings of this file, into ``_included``; the values and characters
+        it added to the budget (what an alias to it costs, less the node)."""
         mark = node.start_mark
         target = node.value
         if not target:
@@ -195,8 +149,8 @@ class _Bounded:
                 text = budget.texts[path] = read_text_file(path, limits)
             except FileProblem as exc:
                 self._fail(mark, f"!include {target!r}: {exc}")
-        before = (budget.nodes, budget.chars)
         if path.suffix in (".yaml", ".yml"):
+            before = (budget.nodes, budget.chars)
             try:
                 _, data = parse_yaml(
                     text,
@@ -206,7 +160,7 @@ class _Bounded:
                     budget=budget,
                     chain=(*self.chain, path),
                     level=self.level + 1,
-                    depth_offset=self.depth_offset + len(self._open),
+                    depth_offset=self.depth_offset + depth,
                 )
             except _WholeFileProblem as exc:
                 if self.level:
@@ -215,17 +169,14 @@ class _Bounded:
                 shown = os.path.relpath(exc.display, self.base_dir)
                 where = f"{shown}:{inner.line + 1}:{inner.column + 1}"
                 self._fail(mark, f"!include {target!r}, at {where}: {exc.message}")
-            # The nested parse counted against the budget, not our sizes.
-            nodes, chars = budget.nodes - before[0], budget.chars - before[1]
-            if self._open:
-                self._open[-1][0] += nodes
-                self._open[-1][1] += chars
+            # The nested parse counted against the shared budget.
+            size = (budget.nodes - before[0], budget.chars - before[1])
         else:
             data = text
-            self._spend(0, len(text), mark)
-            nodes, chars = 0, len(text)
+            self._charge(0, len(text), mark)
+            size = (0, len(text))
         self._included[id(node)] = data
-        return (nodes + 1, chars)
+        return size
 
     # -- construction --------------------------------------------------------------------
 
@@ -247,11 +198,66 @@ class _Bounded:
 
 
 class _Loader(_Bounded, yaml.SafeLoader):
-    """The pure-Python loader: SafeLoader without timestamps, bounded."""
+    """The pure-Python loader: SafeLoader without timestamps, bounded while
+    it composes."""
+
+    peek_event: Any  # untyped in PyYAML's stubs
 
     def __init__(self, text: str) -> None:
         yaml.SafeLoader.__init__(self, text)  # checks for characters YAML does not allow
-        self._start_counting()
+        # (values, characters) once expanded, per open collection ...
+        self._open: list[list[int]] = []
+        # ... and per anchored node (what an alias to it costs).
+        self._sizes: dict[int, tuple[int, int]] = {}
+        self._included = {}
+
+    # -- composition: count, bound, and load includes ------------------------------------
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            node = self._compose(parent, index)
+            if id(node) not in self._sizes:
+                # Anchors are registered before their children are composed.
+                raise yaml.composer.ComposerError(None, None, _CYCLE, mark)
+            self._spend(*self._sizes[id(node)], mark)
+            return node
+        event = self.peek_event()
+        mark = event.start_mark
+        if isinstance(event, yaml.ScalarEvent):
+            node = self._compose(parent, index)
+            size = (1, len(event.value))
+            self._spend(*size, mark)
+            if event.tag == _INCLUDE and isinstance(node, yaml.ScalarNode):
+                nodes, chars = self._read_include(node, len(self._open))
+                if self._open:
+                    self._open[-1][0] += nodes
+                    self._open[-1][1] += chars
+                size = (nodes + 1, chars)
+        else:
+            depth = self.depth_offset + len(self._open) + 1
+            if depth > self.budget.limits.yaml_depth:
+                self._too_deep(depth, mark)
+            self._open.append([0, 0])
+            self._spend(1, 0, mark)
+            node = self._compose(parent, index)
+            nodes, chars = self._open.pop()
+            size = (nodes + 1, chars)
+        if event.anchor is not None:
+            self._sizes[id(node)] = size
+        return node
+
+    def _compose(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        node: yaml.Node | None = super().compose_node(parent, index)
+        assert node is not None  # an event is pending, so a node comes of it
+        return node
+
+    def _spend(self, nodes: int, chars: int, mark: Any) -> None:
+        """Count a value (or what an alias expands to) against the limits."""
+        if self._open:
+            self._open[-1][0] += nodes
+            self._open[-1][1] += chars
+        self._charge(nodes, chars, mark)
 
     # -- scanning: refuse deep flow nesting early ----------------------------------------
 
@@ -276,49 +282,132 @@ except ImportError:  # PyYAML built without libyaml: the pure-Python loader alon
 
 if CParser is not None:
 
-    class _CLoader(_Bounded, Composer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
-        """libyaml's events, composed and constructed as ``_Loader`` does.
-        Composer comes before CParser so that composition runs the bounded
-        Python composer, not libyaml's own."""
+    class _CLoader(_Bounded, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """libyaml composes the node tree in C; one pass over it then counts
+        and bounds it as ``_Loader`` does, before anything is constructed."""
+
+        _room: int  # values libyaml may still compose
 
         def __init__(self, text: str) -> None:
             CParser.__init__(self, text)
-            Composer.__init__(self)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
-            self._start_counting()
-            self._flow_depth = 0
+            self._included = {}
 
-        def dispose(self) -> None:
+        def get_single_node(self) -> yaml.Node | None:
+            self._room = self.budget.limits.yaml_nodes - self.budget.nodes
+            node: yaml.Node | None = CParser.get_single_node(self)
+            if node is not None:
+                self._bound(node)
+            return node
+
+        # libyaml's composer calls these for every node it makes (there are
+        # no path resolvers to follow).  Each node counts at least once, so a
+        # file with more nodes than the limit leaves is given up on at once,
+        # not after millions more are made.
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            self._room -= 1
+            if self._room < 0:
+                raise _TooManyValues
+
+        def ascend_resolver(self) -> None:
             pass
 
-        # libyaml reads "[a?, b]" and "{q: why?}" as plain text that PyYAML
-        # refuses (in a flow collection a "?" ends its plain scalar): such a
-        # file takes the pure-Python path, which refuses it as it always did.
-
-        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
-            event = self.peek_event()
-            if self._flow_depth and not event.style and "?" in event.value:  # plain
-                raise _ReadDifferently(event.start_mark)
-            return super().compose_scalar_node(anchor)
-
-        def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
-            return self._in_flow(super().compose_sequence_node, anchor)  # type: ignore[no-any-return]
-
-        def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
-            return self._in_flow(super().compose_mapping_node, anchor)  # type: ignore[no-any-return]
-
-        def _in_flow(self, compose: Any, anchor: Any) -> Any:
-            flow = bool(self.peek_event().flow_style)
-            self._flow_depth += flow
-            try:
-                return compose(anchor)
-            finally:
-                self._flow_depth -= flow
+        def _bound(self, root: yaml.Node) -> None:
+            """Count ``root``'s tree in document order, as ``_Loader`` counts
+            while composing, and load its includes.  Iterative, and each
+            node is visited once: an alias is the same node object again, and
+            costs what the node counted the first time.  Any problem is raised
+            without care for its message: parse_yaml then loads the file with
+            ``_Loader``, which says what is wrong and where."""
+            budget = self.budget
+            limits = budget.limits
+            deepest = limits.yaml_depth - self.depth_offset
+            nodes, chars = budget.nodes, budget.chars
+            # What each list or mapping counted; None while it is open (an
+            # alias to it then makes a cycle).
+            sizes: dict[int, tuple[int, int] | None] = {}
+            # What each included file counted (an alias to it costs it again).
+            included: dict[int, tuple[int, int]] = {}
+            # Plain scalars with a "?": only where one is first seen may it
+            # be refused (a later sight is an alias, and PyYAML reads those).
+            asked: set[int] = set()
+            # (node, lists and mappings around it, whether inside a flow
+            # collection); _DONE once the items of the last list or mapping
+            # in ``opened`` (its id and the counts before it) are counted.
+            stack: list[tuple[Any, int, bool]] = [(root, 0, False)]
+            opened: list[tuple[int, int, int]] = []
+            pop, push = stack.pop, stack.append
+            while stack:
+                node, depth, flow = pop()
+                if node is _DONE:
+                    key, nodes_before, chars_before = opened.pop()
+                    # One value more than it holds, itself included: what an
+                    # alias to it costs in _Loader, which counts itself twice.
+                    sizes[key] = (nodes - nodes_before + 1, chars - chars_before)
+                elif node.__class__ is yaml.ScalarNode:
+                    value = node.value
+                    if not node.style and "?" in value:
+                        # libyaml reads "[a?, b]" and "{q: why?}" as plain
+                        # text that PyYAML refuses (in a flow collection a
+                        # "?" ends its plain scalar).
+                        if id(node) not in asked:
+                            if flow:
+                                raise _ReadDifferently(node.start_mark)
+                            asked.add(id(node))
+                    if node.tag != _INCLUDE:
+                        nodes += 1
+                        chars += len(value)
+                    elif id(node) in included:
+                        again = included[id(node)]
+                        nodes += again[0]
+                        chars += again[1]
+                    else:
+                        # The nested load sees the budget as _Loader leaves it.
+                        budget.nodes, budget.chars = nodes, chars
+                        self._charge(1, len(value), node.start_mark)
+                        included_nodes, included_chars = self._read_include(node, depth)
+                        included[id(node)] = (included_nodes + 1, included_chars)
+                        nodes, chars = budget.nodes, budget.chars
+                else:
+                    key = id(node)
+                    if key in sizes:
+                        size = sizes[key]
+                        if size is None:
+                            raise yaml.composer.ComposerError(None, None, _CYCLE, node.start_mark)
+                        nodes += size[0]
+                        chars += size[1]
+                        continue
+                    if depth >= deepest:
+                        self._too_deep(self.depth_offset + depth + 1, node.start_mark)
+                    sizes[key] = None
+                    opened.append((key, nodes, chars))
+                    push((_DONE, 0, False))
+                    nodes += 1
+                    depth += 1
+                    flow = bool(node.flow_style)
+                    if node.__class__ is yaml.MappingNode:
+                        for item_key, item_value in reversed(node.value):
+                            push((item_value, depth, flow))
+                            push((item_key, depth, flow))
+                    else:
+                        for item in reversed(node.value):
+                            push((item, depth, flow))
+            budget.nodes, budget.chars = nodes, chars
+            self._charge(0, 0, root.start_mark)
 
 
 class _ReadDifferently(Exception):
     """Text libyaml would read where the pure-Python parser does not."""
+
+
+class _TooManyValues(Exception):
+    """More values than the limit leaves, found while libyaml composes."""
+
+
+# Marks, in _CLoader._bound, the end of a list or mapping.
+_DONE = object()
 
 
 _EXPANDED = " (aliases and includes expanded)"
@@ -327,7 +416,7 @@ _EXPANDED = " (aliases and includes expanded)"
 def _include(loader: _Loader, node: yaml.Node) -> Any:
     if id(node) in loader._included:
         return loader._included[id(node)]
-    # Only a scalar is loaded while composing; this says what else was found.
+    # Only a scalar is loaded as a file; this says what else was found.
     return loader.construct_scalar(node)
 
 
