@@ -100,6 +100,9 @@ class HeadTailStrategy(TracksUserTurns):
         self._middle_gone = 0
         # Tokens the listing message may take in this window; None: no limit.
         self._index_room: int | None = None
+        # The last window's messages and what they were built from (see
+        # _kept_messages): a new window only adds what arrived since.
+        self._built: tuple[tuple[int, ...], int, list[Message]] | None = None
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -123,12 +126,13 @@ class HeadTailStrategy(TracksUserTurns):
         super().revise(index, message)
         self._shown.pop(index, None)  # shortened again from the new text
         self._tokens.pop(index, None)
+        self._built = None
 
     def window(self) -> Window:
         last = len(self.history) - 1
         if self.budget_tokens is not None:
             self._evict_over_budget(last)
-        messages = [m for _, m in self._kept(last)]
+        messages = self._kept_messages(last)
         if not self._listing:
             return Window(messages=messages)
         if self.listing == "message":
@@ -148,6 +152,7 @@ class HeadTailStrategy(TracksUserTurns):
         transcript becomes one memory whose preview shows its odd lines."""
         earlier = [m for m in self.history if m.get("role") != "system"]
         super().end_session()
+        self._built = None
         self._shown.clear()
         self._tokens.clear()
         self._hygiene = Hygiene()
@@ -168,6 +173,25 @@ class HeadTailStrategy(TracksUserTurns):
         return entry.text
 
     # --- the window's messages ------------------------------------------------
+
+    def _kept_messages(self, last: int) -> list[Message]:
+        """The messages of ``_kept``.  When nothing but new messages changed
+        since the last window, that window's messages are kept and only what
+        arrived since is added: a window costs its new messages, not the
+        session (the previous current message is shown as any other now)."""
+        system_end, head_end = self._bounds()
+        tail_begin = max(self._middle_gone, head_end)
+        key = (system_end, self._head_gone, head_end, tail_begin, self._hygiene.changes)
+        built = self._built
+        if built is not None and built[0] == key and tail_begin <= built[1] <= last:
+            previous_last, messages = built[1], built[2][:-1]  # its last was previous_last
+            ranges = [(previous_last, last + 1)]
+        else:
+            messages = []
+            ranges = [(0, system_end), (self._head_gone, head_end), (tail_begin, last + 1)]
+        messages.extend(shown for _, shown in self._shown_in(ranges, last))
+        self._built = (key, last, messages)
+        return list(messages)
 
     def _kept(self, last: int) -> list[tuple[int, Message]]:
         """(index, message as shown) for every message the window keeps."""

@@ -48,10 +48,16 @@ class SlidingStrategy(BaseStrategy):
             # The last N messages, moved back so no tool result loses its call.
             begin = safe_cut(rest, max(len(rest) - self.messages, 0))
             return Window(messages=pinned + rest[min(begin, current_exchange_start(rest)) :])
-        starts = [i for i, m in enumerate(rest) if m.get("role") == "user"]
-        if starts:
-            begin = starts[-min(self.turns, len(starts))]
-        else:
+        # The k-th user message from the end (or the first there is), found
+        # from the end: a window costs its own length, not the session's.
+        start: int | None = None
+        seen = 0
+        for index in range(len(rest) - 1, -1, -1):
+            if rest[index].get("role") == "user":
+                start, seen = index, seen + 1
+                if seen == self.turns:
+                    break
+        if start is None:
             # No user message yet: keep at least the current message and its call.
-            begin = current_exchange_start(rest)
-        return Window(messages=pinned + rest[begin:])
+            start = current_exchange_start(rest)
+        return Window(messages=pinned + rest[start:])
