@@ -198,3 +198,47 @@ def test_a_budgeted_headtail_reports_an_evicted_fact_as_in_store(ctx) -> None:
     assert budgeted["fact_survival"] == {"locker": "in_store"}
     assert plain["fact_survival"] == {"locker": "verbatim"}
     assert budgeted["peak_prompt_tokens"] < plain["peak_prompt_tokens"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"budget_tokens": 1200}, {"listing": "tool"}, {"head": 40, "tail": 40}],
+    ids=["default", "budget", "listing-in-tool", "short-head-tail"],
+)
+def test_a_window_built_on_the_previous_one_is_the_window_built_afresh(
+    params: dict[str, Any],
+) -> None:
+    # Each window extends the previous one when only new messages arrived; a
+    # twin that rebuilds every window from the whole history must see the
+    # same, through repeated calls and messages (hygiene), evictions, a
+    # pipeline's revision and new chats.
+    from pytest_ctxeval.strategies.invariant_sessions import multi_chat_session, tool_session
+    from pytest_ctxeval.strategies.invariants import oracle_context
+
+    again = tool_turn(8, "the file, read again " * 30)
+    again[1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"turn": 7})  # same call
+    repeated = [
+        *tool_session(6),
+        *tool_turn(7, "the file " * 30),
+        *again,  # leaves the earlier call and its result out of the window
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "You are welcome."},
+        {"role": "user", "content": "Thanks."},
+    ]
+    multi = multi_chat_session()
+    for messages, starts in ((repeated, ()), (multi.messages, multi.chat_starts)):
+        extending, afresh = HeadTailStrategy(**params), HeadTailStrategy(**params)
+        for strategy in (extending, afresh):
+            strategy.setup(oracle_context())
+        for index, message in enumerate(messages):
+            for strategy in (extending, afresh):
+                if index in starts:
+                    strategy.end_session()
+                strategy.add(dict(message))
+            if index == 12:  # a pipeline's earlier stage condenses a message
+                for strategy in (extending, afresh):
+                    strategy.revise(3, {**strategy.history[3], "content": "condensed"})
+            afresh._built = None
+            mine, theirs = extending.window(), afresh.window()
+            assert mine.messages == theirs.messages, f"message {index}"
+            assert mine.tools == theirs.tools and mine.retrievable == theirs.retrievable
