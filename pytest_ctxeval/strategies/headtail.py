@@ -102,7 +102,7 @@ class HeadTailStrategy(TracksUserTurns):
         self._index_room: int | None = None
         # The last window's messages and what they were built from (see
         # _kept_messages): a new window only adds what arrived since.
-        self._built: tuple[tuple[int, ...], int, list[Message]] | None = None
+        self._built: tuple[tuple[int, ...], int, list[Message], list[int], int] | None = None
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -175,23 +175,44 @@ class HeadTailStrategy(TracksUserTurns):
     # --- the window's messages ------------------------------------------------
 
     def _kept_messages(self, last: int) -> list[Message]:
-        """The messages of ``_kept``.  When nothing but new messages changed
-        since the last window, that window's messages are kept and only what
-        arrived since is added: a window costs its new messages, not the
-        session (the previous current message is shown as any other now)."""
+        """The messages of ``_kept``.  When the ranges are as they were, the
+        last window's messages are kept: the earlier messages hygiene has
+        changed since are shown anew, and what arrived since is added (the
+        previous current message is shown as any other now).  A window then
+        costs its new messages, not the session."""
         system_end, head_end = self._bounds()
         tail_begin = max(self._middle_gone, head_end)
-        key = (system_end, self._head_gone, head_end, tail_begin, self._hygiene.changes)
+        key = (system_end, self._head_gone, head_end, tail_begin)
+        touched = self._hygiene.touched
         built = self._built
         if built is not None and built[0] == key and tail_begin <= built[1] <= last:
-            previous_last, messages = built[1], built[2][:-1]  # its last was previous_last
+            _, previous_last, messages, indexes, seen = built
+            del messages[-1], indexes[-1]  # previous_last, shown again below
+            for index in touched[seen:]:
+                self._show_again(index, last, messages, indexes)
             ranges = [(previous_last, last + 1)]
         else:
-            messages = []
+            messages, indexes = [], []
             ranges = [(0, system_end), (self._head_gone, head_end), (tail_begin, last + 1)]
-        messages.extend(shown for _, shown in self._shown_in(ranges, last))
-        self._built = (key, last, messages)
+        for index, shown in self._shown_in(ranges, last):
+            indexes.append(index)
+            messages.append(shown)
+        self._built = (key, last, messages, indexes, len(touched))
         return list(messages)
+
+    def _show_again(
+        self, index: int, last: int, messages: list[Message], indexes: list[int]
+    ) -> None:
+        """Update the entry of ``index`` (if the window has it) to how it is
+        shown now: hygiene only leaves out or trims."""
+        at = bisect.bisect_left(indexes, index)
+        if at == len(indexes) or indexes[at] != index:
+            return
+        shown = self._message(index, last)
+        if shown is None:
+            del messages[at], indexes[at]
+        else:
+            messages[at] = shown
 
     def _kept(self, last: int) -> list[tuple[int, Message]]:
         """(index, message as shown) for every message the window keeps."""

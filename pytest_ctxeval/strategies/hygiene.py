@@ -34,9 +34,9 @@ class Hygiene:
         # (name, arguments) -> the caller, call id and result of its latest answer.
         self._answered: dict[tuple[str, str], tuple[int, str, int]] = {}
         self._texts: set[tuple[str, str]] = set()
-        # Counts every change to ``hidden`` or ``trimmed``: a window built
-        # before the last change may show a message differently.
-        self.changes = 0
+        # Earlier messages whose showing changed (left out, or trimmed of a
+        # call), in order: a window built before holds them as they were.
+        self.touched: list[int] = []
 
     def add(self, index: int, message: Message) -> None:
         role = str(message.get("role"))
@@ -52,8 +52,7 @@ class Hygiene:
         elif role in ("user", "assistant") and not calls:
             text = (role, content_text(message))
             if text in self._texts and text[1].strip():
-                self.hidden.add(index)
-                self.changes += 1
+                self.hidden.add(index)  # the new message: no earlier window changes
             self._texts.add(text)
 
     def shown(self, index: int, message: Message) -> Message | None:
@@ -74,7 +73,7 @@ class Hygiene:
             return  # a first answer, or one message making the same call twice
         earlier_caller, earlier_id, earlier_result = earlier
         self.hidden.add(earlier_result)
-        self.changes += 1
+        self.touched += (earlier_result, earlier_caller)
         self._drop_call(earlier_caller, earlier_id)
 
     def _drop_call(self, caller: int, call_id: str) -> None:
