@@ -63,6 +63,9 @@ class SessionLedger:
     _window: list[Message] = field(default_factory=list)
     _kept: list[int] = field(default_factory=lambda: [0])
     _written: list[int] = field(default_factory=lambda: [0])
+    # The previous window's retrievable texts, and their tokens over texts[:i].
+    _retrievable: list[str] = field(default_factory=list)
+    _retrievable_totals: list[int] = field(default_factory=lambda: [0])
 
     def given(self, message: Message) -> None:
         self._given.append(message)
@@ -92,9 +95,20 @@ class SessionLedger:
             output_tokens=self.count_reply(reply),
             strategy_calls=calls,
             evicted_tokens=max(self._given_tokens - kept, 0),
-            stored_tokens=sum(self.count_text(text) for text in window.retrievable),
+            stored_tokens=self._stored_tokens(window.retrievable),
             summarised_tokens=written,
         )
+
+    def _stored_tokens(self, retrievable: list[str]) -> int:
+        """Tokens of the texts a window says can be retrieved.  A store only
+        grows, so the texts the previous window listed first (the same
+        objects) keep their running total."""
+        shared = identical_prefix_length(self._retrievable, retrievable)
+        totals = self._retrievable_totals[: shared + 1]
+        for text in retrievable[shared:]:
+            totals.append(totals[-1] + self.count_text(text))
+        self._retrievable, self._retrievable_totals = list(retrievable), totals
+        return totals[-1]
 
     def _parts(self, messages: list[Message], identical: int | None) -> tuple[int, int]:
         """(tokens of given messages, tokens of the strategy's own) in the window."""
