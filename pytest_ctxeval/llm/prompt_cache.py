@@ -441,17 +441,12 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def identical_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:
-    """How many leading items of two lists are the very same objects.
-
-    Consecutive windows usually extend the one before: that case is checked
-    in one pass in C, and only a window that differs is walked item by item."""
-    limit = min(len(previous), len(current))
-    if all(map(operator.is_, previous, current)):
-        return limit
-    shared = 0
-    while current[shared] is previous[shared]:
-        shared += 1
-    return shared
+    """How many leading items of two lists are the very same objects: one
+    pass in C, however far the lists agree (a Python loop over a long shared
+    prefix would cost every request of a session its whole window)."""
+    if all(map(operator.is_, previous, current)):  # the usual case, and the quickest check
+        return min(len(previous), len(current))
+    return list(map(operator.is_, previous, current)).index(False)
 
 
 def _serialise(value: Any) -> bytes:
