@@ -9,6 +9,7 @@ pandas, the report) happen only then.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,13 @@ def pytest_runtest_makereport(
     return report
 
 
+def _load_report_modules() -> None:
+    try:
+        import pytest_ctxeval.report.html  # noqa: F401
+    except Exception:  # noqa: BLE001 - the report imports it again and says what is wrong
+        pass
+
+
 class ControllerHooks:
     """Registered only where results are gathered: the controller under
     xdist, or the single process without it."""
@@ -191,6 +199,13 @@ class ControllerHooks:
         self.written: dict[str, Path] = {}
         # Failed tests that are not ctxeval items (and collection errors).
         self.other_failures = 0
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.config.pluginmanager.has_plugin("dsession"):
+            # Under xdist this process only waits for the workers' reports:
+            # it loads the report's libraries (pandas, jinja2) meanwhile,
+            # instead of after the last item.
+            threading.Thread(target=_load_report_modules, daemon=True).start()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
