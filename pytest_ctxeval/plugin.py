@@ -130,7 +130,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ctx.will_record = True
     if controller:
         ctx.note_ran(probes, filtered=run_is_filtered(config))
-    # Under --dist load the controller schedules whole runs (see xdist_runs).
+    # Under --dist load the controller schedules whole scenarios (see xdist_runs).
     together = not hasattr(config, "workerinput") or config.option.dist in (
         "load",
         "loadscope",
@@ -228,13 +228,13 @@ class ControllerHooks:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        # --dist load (the default of -n): each run's probes on one worker,
-        # so no run is simulated twice.
+        # --dist load (the default of -n): each scenario's items on one
+        # worker, so nothing about a scenario is worked out twice.
         if config.getvalue("dist") != "load":
             return None
-        from .xdist_runs import RunScheduling
+        from .xdist_runs import ScenarioScheduling
 
-        return RunScheduling(config, log, self._is_probe)
+        return ScenarioScheduling(config, log, self._is_probe)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:

@@ -1,12 +1,13 @@
-"""Under ``-n 2`` every probe of one run (scenario x strategy) runs on the
-same worker: a run is simulated once, not once per worker it is spread on."""
+"""Under ``-n 2`` every probe of one scenario, under every strategy, runs on
+the same worker: a run is simulated once, and what the strategies of a
+scenario share is worked out once, not once per worker they are spread on."""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 
-from pytest_ctxeval.xdist_runs import run_scope
+from pytest_ctxeval.xdist_runs import scenario_scope
 
 # Probes of one run come one strategy after another in the item order, so
 # xdist's plain load scheduling would cut runs in half between the workers.
@@ -25,18 +26,21 @@ STRATEGIES = "full,headtail,sliding,truncate"
 WORKER_LINE = re.compile(r"^\[(gw\d+)\].*(PASSED|FAILED) (\S+::\S+)$")
 
 
-def test_a_probes_run_is_scoped_by_file_scenario_and_strategy() -> None:
+def test_a_probe_is_scheduled_with_its_scenario() -> None:
     def probe(nodeid: str) -> bool:
         return nodeid.endswith("]")
 
-    assert run_scope("s/a.yaml::recall::code[full]", probe) == "s/a.yaml::recall[full]"
-    assert run_scope("s/a.yaml::recall::port[full]", probe) == "s/a.yaml::recall[full]"
-    assert run_scope("s/a.yaml::recall::code[sliding]", probe) == "s/a.yaml::recall[sliding]"
-    assert run_scope("tests/test_x.py::test_y", probe) == "tests/test_x.py::test_y"
+    assert scenario_scope("s/a.yaml::recall::code[full]", probe) == "s/a.yaml::recall"
+    assert scenario_scope("s/a.yaml::recall::port[sliding]", probe) == "s/a.yaml::recall"
+    assert scenario_scope("s/a.yaml::other::code[full]", probe) == "s/a.yaml::other"
+    assert scenario_scope("tests/test_x.py::test_y", probe) == "tests/test_x.py::test_y"
 
 
-def test_each_run_stays_on_one_worker(ctx) -> None:  # type: ignore[no-untyped-def]
-    ctx.scenario("recall", SCENARIO)
+def test_each_scenario_stays_on_one_worker(ctx) -> None:  # type: ignore[no-untyped-def]
+    # Its runs under every strategy share its tokens, the oracle's reading of
+    # its texts and its ground truth: one worker works them out once.
+    for name in ("recall", "second", "third", "fourth"):
+        ctx.scenario(name, SCENARIO.replace("id: recall", f"id: {name}"))
     result = ctx.run(
         "-n", "2", "-v", f"--ctx-strategy={STRATEGIES}", "--ctx-fail-on=never", "-p", "no:randomly"
     )
@@ -44,13 +48,12 @@ def test_each_run_stays_on_one_worker(ctx) -> None:  # type: ignore[no-untyped-d
     for line in result.outlines:
         found = WORKER_LINE.match(line.strip())
         if found:
-            strategy = found[3].rsplit("[", 1)[1]
-            workers[strategy].add(found[1])
-    assert sorted(workers) == sorted(f"{s}]" for s in STRATEGIES.split(","))
+            workers[found[3].split("::")[1]].add(found[1])
+    assert sorted(workers) == ["fourth", "recall", "second", "third"]
     assert all(len(used) == 1 for used in workers.values()), dict(workers)
-    # ... and both workers did work: runs are still balanced.
+    # ... and both workers did work: scenarios are still balanced.
     assert len(set().union(*workers.values())) == 2
-    assert len(ctx.results()) == 8
+    assert len(ctx.results()) == 32
 
 
 def test_an_explicit_dist_mode_is_kept(ctx) -> None:  # type: ignore[no-untyped-def]
