@@ -186,6 +186,59 @@ def long_session() -> None:
         print(f"  {spec.name:<18} {seconds:6.2f} s, peak {peak / 1e6:6.1f} MB allocated")
 
 
+REPLAY_TURNS = (1000, 2000, 4000)
+REPLAY_STRATEGIES = ("full", "headtail", "sliding", "toolprune")
+TARGET_REPLAY_MB = 500
+
+
+def replay_one(turns: int, name: str) -> None:
+    """In a process of its own (``--replay-one``): simulate one session, print
+    seconds and the process's peak resident memory."""
+    import resource
+
+    from pytest_ctxeval.evaluate.simulate import simulate
+    from pytest_ctxeval.llm.mock_client import MockModelClient
+    from pytest_ctxeval.llm.tokens import count_text_tokens
+    from pytest_ctxeval.scenario.loader import parse_conversations
+    from pytest_ctxeval.strategies.registry import resolve
+
+    conversation = parse_conversations(session_yaml(turns, rows=2000), "bench.yaml")[0]
+    count_text_tokens("warm the tokenizer")
+    start = time.perf_counter()
+    simulate(
+        conversation,
+        resolve(name)[0].create(),
+        client=MockModelClient("ctxeval/oracle"),
+        model="ctxeval/oracle",
+    )
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{seconds:.3f} {peak_mb:.0f} {len(conversation.messages)}")
+
+
+def replay_shape() -> None:
+    """Replay time per doubling of the session (2.0x is linear) and peak memory."""
+    sizes = " / ".join(f"{t:,}" for t in REPLAY_TURNS)
+    print(f"\nsession replay, {sizes} turns (one process each):")
+    for name in REPLAY_STRATEGIES:
+        cells, times = [], []
+        for turns in REPLAY_TURNS:
+            out = subprocess.run(
+                [sys.executable, __file__, "--replay-one", str(turns), name],
+                env=ENV,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            seconds, peak_mb, messages = float(out[0]), float(out[1]), int(out[2])
+            times.append(seconds)
+            cells.append(f"{seconds:5.2f} s {peak_mb:4.0f} MB")
+        growth = " ".join(f"{b / a:.1f}x" for a, b in zip(times, times[1:], strict=False))
+        print(f"  {name:<10} {' | '.join(cells)} | per doubling {growth} ({messages:,} messages)")
+    print(f"  target: 2.0x per doubling (linear), under {TARGET_REPLAY_MB} MB at 4,000 turns")
+    print("  reproduce: python benchmarks/bench.py --only replay")
+
+
 def xdist_scaling() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         scenarios = Path(tmp, "scenarios")
@@ -395,6 +448,7 @@ SECTIONS = {
     "model-free": lambda: model_free_work(50),
     "tokens": linear_token_counting,
     "long": long_session,
+    "replay": replay_shape,
 }
 
 
@@ -403,8 +457,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the xdist scaling runs")
     parser.add_argument("--locomo", action="store_true", help="also a LoCoMo-sized run")
     parser.add_argument("--only", help="comma-separated sections: " + ", ".join(SECTIONS))
+    parser.add_argument(
+        "--replay-one", nargs=2, metavar=("TURNS", "STRATEGY"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if args.replay_one:
+        replay_one(int(args.replay_one[0]), args.replay_one[1])
+        return
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     if args.only:
         for name in args.only.split(","):
