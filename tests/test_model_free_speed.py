@@ -213,3 +213,28 @@ def test_a_sliding_window_keeps_only_prompts_still_alive() -> None:
         cache.send(messages[n - 10 : n])  # each request drops the oldest message
     # Five minutes at 30 s a request: the prompts of the last eleven requests.
     assert len(cache._prompts) == 11
+
+
+def test_a_fork_and_its_original_extend_their_requests_independently() -> None:
+    # A request that only adds messages appends to the previous one's lists;
+    # a fork shares them, so neither side may see the other's additions.
+    base, mine, theirs = _numbered(30), _numbered(45)[30:], _numbered(60)[45:]
+
+    def uses(cache: PromptCache, requests: list[list[Message]]) -> list[tuple[int, int, Any]]:
+        return [
+            (u.prompt_tokens, u.cached_tokens, u.cache_break) for u in map(cache.send, requests)
+        ]
+
+    growing = [base[:n] for n in range(1, 31)]
+    original = PromptCache(OPENAI, lambda m: 300, lambda t: 0)
+    uses(original, growing)
+    fork = original.fork()
+    after_mine = [base + mine[:n] for n in range(1, 16)]
+    after_theirs = [base + theirs[:n] for n in range(1, 16)]
+    got_mine, got_theirs = uses(original, after_mine), uses(fork, after_theirs)
+    for requests, got in ((after_mine, got_mine), (after_theirs, got_theirs)):
+        alone = PromptCache(OPENAI, lambda m: 300, lambda t: 0)
+        uses(alone, growing)
+        assert uses(alone, requests) == got
+    theirs_again = base + theirs[:15]
+    assert original.peek(theirs_again).cached_tokens < fork.peek(theirs_again).cached_tokens

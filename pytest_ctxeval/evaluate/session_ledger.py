@@ -104,10 +104,11 @@ class SessionLedger:
         grows, so the texts the previous window listed first (the same
         objects) keep their running total."""
         shared = identical_prefix_length(self._retrievable, retrievable)
-        totals = self._retrievable_totals[: shared + 1]
+        totals = self._retrievable_totals
+        del totals[shared + 1 :]  # kept in place: a session's lists grow, not copied
         for text in retrievable[shared:]:
             totals.append(totals[-1] + self.count_text(text))
-        self._retrievable, self._retrievable_totals = list(retrievable), totals
+        self._retrievable[shared:] = retrievable[shared:]
         return totals[-1]
 
     def _parts(self, messages: list[Message], identical: int | None) -> tuple[int, int]:
@@ -115,13 +116,14 @@ class SessionLedger:
         if identical is None:
             identical = identical_prefix_length(self._window, messages)
         shared = identical
-        kept, written = self._kept[: shared + 1], self._written[: shared + 1]
+        kept, written = self._kept, self._written
+        del kept[shared + 1 :], written[shared + 1 :]  # in place, as in _stored_tokens
         for message in messages[shared:]:
             tokens = self.cache.tokens_of(message)
             given = id(message) in self._given_ids or self._is_given_text(message)
             kept.append(kept[-1] + (tokens if given else 0))
             written.append(written[-1] + (0 if given else tokens))
-        self._window, self._kept, self._written = list(messages), kept, written
+        self._window[shared:] = messages[shared:]
         return kept[-1], written[-1]
 
     def _is_given_text(self, message: Message) -> bool:

@@ -174,12 +174,17 @@ class PromptCache:
     # Explicit breakpoints: each written prefix (its boundary hash) and how
     # long it lives.
     _alive_until: dict[bytes, float] = field(default_factory=dict)
-    # Automatic caching: each prompt stored whole, as (boundary hashes, alive
-    # until), dropping a stored prompt once a later one extends it: a prefix
-    # hash chains every block before it, so a prompt holds every prefix of
-    # its own.  A session that extends its window keeps one entry, and
-    # storing a request costs nothing per message it repeats.
-    _prompts: list[tuple[list[bytes], float]] = field(default_factory=list)
+    # Automatic caching: each prompt stored whole, as (boundary hashes, how
+    # many of them are its own, alive until), dropping a stored prompt once a
+    # later one extends it: a prefix hash chains every block before it, so a
+    # prompt holds every prefix of its own.  A session that extends its
+    # window keeps one entry, and storing a request costs nothing per
+    # message it repeats.  (A later request that extends the previous one
+    # appends to the previous one's lists, hence the count.)
+    _prompts: list[tuple[list[bytes], int, float]] = field(default_factory=list)
+    # Whether the previous request's lists are this cache's alone to extend
+    # (a fork shares them with its original: then both copy).
+    _previous_owned: bool = True
     _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
     _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
     # (digest, tokens) of plain text messages by their items: a copy of a
@@ -204,7 +209,8 @@ class PromptCache:
         was given (saves a pass over the window)."""
         self.requests += 1
         now = self._time(at_s)
-        request = self._cut(messages, tools or [], identical)
+        request = self._cut(messages, tools or [], identical, extend=self._previous_owned)
+        self._previous_owned = True
         cached, write, written = self._lookup(request, now)
         self._store(request, written, now)
         found = self._break(request)
@@ -229,6 +235,7 @@ class PromptCache:
 
     def fork(self) -> PromptCache:
         """A copy whose later requests leave this one unchanged."""
+        self._previous_owned = False  # the copy shares the previous request
         return dataclasses.replace(
             self,
             breaks=list(self.breaks),
@@ -246,8 +253,16 @@ class PromptCache:
     # -- cutting a request into hashed blocks ------------------------------------------------
 
     def _cut(
-        self, messages: Sequence[Message], tools: Tools, identical: int | None = None
+        self,
+        messages: Sequence[Message],
+        tools: Tools,
+        identical: int | None = None,
+        *,
+        extend: bool = False,
     ) -> _Request:
+        """``extend``: a request that only adds messages to the previous one
+        may take over its lists and append to them (the previous request is
+        not needed any more), so that it costs its new messages only."""
         tools_key, tools_hash, tool_tokens = self._tools_block(tools)
         previous = self._previous
         shared = 0
@@ -255,18 +270,24 @@ class PromptCache:
             if identical is None:
                 identical = identical_prefix_length(previous.messages, messages)
             shared = identical
-        if previous is not None and previous.tools_key == tools_key:
+        if previous is None or previous.tools_key != tools_key:
+            sent: list[Message] = list(messages)
+            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
+        elif extend and shared == len(previous.messages):
+            sent, digests, hashes = previous.messages, previous.digests, previous.hashes
+            tokens = previous.tokens
+            sent.extend(messages[shared:])
+        else:
+            sent = list(messages)
             digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
             tokens = previous.tokens[: shared + 1]
-        else:
-            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
         for message in messages[shared:]:
             digest, count = self._message_block(message)
             digests.append(digest)
             hashes.append(_chain(hashes[-1], digest))
             tokens.append(tokens[-1] + count)
         prompt = tokens[-1] + self.request_overhead
-        return _Request(tools, tools_key, list(messages), digests, hashes, tokens, prompt, shared)
+        return _Request(tools, tools_key, sent, digests, hashes, tokens, prompt, shared)
 
     def _tools_block(self, tools: Tools) -> tuple[bytes, bytes, int]:
         memo = self._tools_memo.get(id(tools))
@@ -335,10 +356,10 @@ class PromptCache:
         some boundary and differ from there on: binary search for it."""
         hashes = request.hashes
         best: int | None = None
-        for stored, until in self._prompts:
+        for stored, length, until in self._prompts:
             if until < now or stored[0] != hashes[0]:
                 continue
-            low, high = 0, min(len(stored), len(hashes)) - 1
+            low, high = 0, min(length, len(hashes)) - 1
             while low < high:
                 middle = (low + high + 1) // 2
                 if stored[middle] == hashes[middle]:
@@ -364,16 +385,16 @@ class PromptCache:
         hashes = request.hashes
         if boundaries == range(len(hashes)):  # automatic caching: the whole prompt
             self._prompts = [
-                (stored, stored_until)
-                for stored, stored_until in self._prompts
+                (stored, length, stored_until)
+                for stored, length, stored_until in self._prompts
                 if stored_until >= now  # expired (requests come in time order)
                 and not (
                     stored_until <= until
-                    and len(stored) <= len(hashes)
-                    and stored[-1] == hashes[len(stored) - 1]  # a prefix of this one
+                    and length <= len(hashes)
+                    and stored[length - 1] == hashes[length - 1]  # a prefix of this one
                 )
             ]
-            self._prompts.append((hashes, until))
+            self._prompts.append((hashes, len(hashes), until))
         else:
             self._alive_until.update(dict.fromkeys((hashes[b] for b in boundaries), until))
 

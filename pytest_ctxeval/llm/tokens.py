@@ -141,7 +141,8 @@ class PromptMeter:
         when the caller knows it: how many leading messages are the very
         objects of the previous request's."""
         shared = shared_prefix_length(self._messages, messages, identical)
-        cumulative = self._cumulative[: shared + 1]
+        cumulative = self._cumulative
+        del cumulative[shared + 1 :]  # in place: a session's list grows, not copied
         running = cumulative[-1]
         for message in messages[shared:]:
             running += message_tokens(message, self.model)
