@@ -26,6 +26,7 @@ from ..strategies.base import (
     fork_strategy,
     is_plain_message,
 )
+from ..strategies.full import FullStrategy
 from .session_ledger import SessionLedger
 
 
@@ -183,6 +184,10 @@ def simulate(
     if callable(setup):
         counter = trace.counter = StrategyCallCounter(client, trace)
         setup(counter.context(lambda text: count_text_tokens(text, model)))
+    # `full` itself (not a subclass, nor a wrapper that edits its windows)
+    # sends its history as it grew, and keeps every chat: each window starts
+    # with the whole previous one, so that need not be checked message by message.
+    appends_only = type(strategy) is FullStrategy
     meter = PromptMeter(model)
     ledger = session_ledger(model, cache_rules, seconds_per_request)
     trace.cache = ledger.cache
@@ -200,9 +205,12 @@ def simulate(
             trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
-            # The meter and the ledger saw every window so far: one pass finds
-            # how much of this one the previous window's very objects start.
-            identical = identical_prefix_length(previous, window.messages)
+            # The meter and the ledger saw every window so far: how much of
+            # this one the previous window's very objects start.
+            if appends_only:
+                identical = len(previous)
+            else:
+                identical = identical_prefix_length(previous, window.messages)
             tokens, shared = meter.measure(window.messages, window.tools, identical=identical)
             parts = ledger.request(window, message, trace.strategy_calls, identical=identical)
             trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
