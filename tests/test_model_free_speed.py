@@ -14,7 +14,8 @@ from pytest_ctxeval import redact
 from pytest_ctxeval.evaluate import simulate as simulate_module
 from pytest_ctxeval.evaluate.simulate import copy_message, simulate
 from pytest_ctxeval.llm import prompt_cache
-from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache, identical_prefix_length
+from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
+from pytest_ctxeval.messages import identical_prefix_length
 from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
 
 Message = dict[str, Any]

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.prompt_cache import CacheUse, PromptCache, identical_prefix_length
-from ..messages import content_text
+from ..llm.prompt_cache import CacheUse, PromptCache
+from ..messages import content_text, identical_prefix_length
 from ..strategies.base import Message, Window
 
 # The per-request series a record keeps, in this order (see ResultRecord.session_requests).

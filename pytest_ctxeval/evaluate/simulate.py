@@ -11,13 +11,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.prompt_cache import (
-    DEFAULT_SECONDS_PER_REQUEST,
-    CacheRules,
-    PromptCache,
-    identical_prefix_length,
-)
+from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST, CacheRules, PromptCache
 from ..llm.tokens import PromptMeter
+from ..messages import identical_prefix_length
 from ..scenario.build import Conversation
 from ..strategies.base import (
     ContextStrategy,

@@ -35,13 +35,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import operator
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import content_text
+from ..messages import content_text, identical_prefix_length
 
 Message = dict[str, Any]
 Tools = Sequence[dict[str, Any]]
@@ -459,15 +458,6 @@ def _common_prefix(a: str, b: str) -> int:
         else:
             high = middle - 1
     return low
-
-
-def identical_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> int:
-    """How many leading items of two lists are the very same objects: one
-    pass in C, however far the lists agree (a Python loop over a long shared
-    prefix would cost every request of a session its whole window)."""
-    if all(map(operator.is_, previous, current)):  # the usual case, and the quickest check
-        return min(len(previous), len(current))
-    return list(map(operator.is_, previous, current)).index(False)
 
 
 def _serialise(value: Any) -> bytes:

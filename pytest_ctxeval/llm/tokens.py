@@ -11,9 +11,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from ..messages import content_text
+from ..messages import content_text, identical_prefix_length
 from .local_tokenizer import count_locally, local_encoding
-from .prompt_cache import identical_prefix_length
 
 # OpenAI's chat format costs a few tokens per message and per reply.
 PER_MESSAGE_OVERHEAD = 4
