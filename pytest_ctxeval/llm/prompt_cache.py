@@ -264,22 +264,22 @@ class PromptCache:
         not needed any more), so that it costs its new messages only."""
         tools_key, tools_hash, tool_tokens = self._tools_block(tools)
         previous = self._previous
-        shared = 0
-        if previous is not None and previous.tools_key == tools_key:
+        if previous is None or previous.tools_key != tools_key:
+            shared = 0
+            sent: list[Message] = list(messages)
+            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
+        else:
             if identical is None:
                 identical = identical_prefix_length(previous.messages, messages)
             shared = identical
-        if previous is None or previous.tools_key != tools_key:
-            sent: list[Message] = list(messages)
-            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
-        elif extend and shared == len(previous.messages):
-            sent, digests, hashes = previous.messages, previous.digests, previous.hashes
-            tokens = previous.tokens
-            sent.extend(messages[shared:])
-        else:
-            sent = list(messages)
-            digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
-            tokens = previous.tokens[: shared + 1]
+            if extend and shared == len(previous.messages):
+                sent, digests, hashes = previous.messages, previous.digests, previous.hashes
+                tokens = previous.tokens
+                sent.extend(messages[shared:])
+            else:
+                sent = list(messages)
+                digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
+                tokens = previous.tokens[: shared + 1]
         for message in messages[shared:]:
             digest, count = self._message_block(message)
             digests.append(digest)
