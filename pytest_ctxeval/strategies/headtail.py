@@ -180,9 +180,9 @@ class HeadTailStrategy(TracksUserTurns):
         changed since are shown anew, and what arrived since is added (the
         previous current message is shown as any other now).  A window then
         costs its new messages, not the session."""
-        system_end, head_end = self._bounds()
-        tail_begin = max(self._middle_gone, head_end)
-        key = (system_end, self._head_gone, head_end, tail_begin)
+        ranges = self._ranges(last)
+        tail_begin = ranges[2][0]
+        key = (*ranges[0], *ranges[1], tail_begin)  # all but the end, which is last + 1
         touched = self._hygiene.touched
         built = self._built
         if built is not None and built[0] == key and tail_begin <= built[1] <= last:
@@ -193,7 +193,6 @@ class HeadTailStrategy(TracksUserTurns):
             ranges = [(previous_last, last + 1)]
         else:
             messages, indexes = [], []
-            ranges = [(0, system_end), (self._head_gone, head_end), (tail_begin, last + 1)]
         for index, shown in self._shown_in(ranges, last):
             indexes.append(index)
             messages.append(shown)
@@ -216,13 +215,16 @@ class HeadTailStrategy(TracksUserTurns):
 
     def _kept(self, last: int) -> list[tuple[int, Message]]:
         """(index, message as shown) for every message the window keeps."""
+        return self._shown_in(self._ranges(last), last)
+
+    def _ranges(self, last: int) -> list[tuple[int, int]]:
+        """The history ranges the window keeps: system prompt, head, tail."""
         system_end, head_end = self._bounds()
-        ranges = [
+        return [
             (0, system_end),
             (self._head_gone, head_end),
             (max(self._middle_gone, head_end), last + 1),
         ]
-        return self._shown_in(ranges, last)
 
     def _shown_in(self, ranges: list[tuple[int, int]], last: int) -> list[tuple[int, Message]]:
         kept: list[tuple[int, Message]] = []
