@@ -251,12 +251,13 @@ class ControllerHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = None
         if report.when == "call":
+            # In this process: the record itself; from an xdist worker: its JSON.
             record = self.ctx.local_records.pop(report.nodeid, None)
             payload = getattr(report, "ctxeval_record", None)
-            if record is None and payload is not None:
-                record = self.ctx.add_record(payload)
-            elif record is not None:
+            if record is not None:
                 self.ctx.keep(record)
+            elif payload is not None:
+                record = self.ctx.add_record(payload)
         if record is None and report.failed:
             self.other_failures += 1
 

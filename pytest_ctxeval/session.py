@@ -244,7 +244,7 @@ class CtxSession:
                 self.selection.setdefault(run, set()).add(item.probe.id)
 
     def add_record(self, payload: str) -> ResultRecord:
-        """Controller side: keep and persist one finished item's record."""
+        """Controller side: ``keep`` the record an xdist worker sent as JSON."""
         from .results.record import ResultRecord
 
         return self.keep(ResultRecord.model_validate_json(payload))
