@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from .results.record import ResultRecord
     from .scenario.build import Conversation, ProbeCase
     from .strategies.registry import StrategySpec
+    from .xdist_collect import SharedParsing
 
 RECORD_KEY = pytest.StashKey["ResultRecord"]()
+# Under xdist: the parsing this worker shares with the others (see xdist_collect).
+SHARED_PARSING_KEY: pytest.StashKey[SharedParsing] = pytest.StashKey()
 # The collect report attribute that carries a problem with the run's settings
 # (a bad --ctx-strategy, an unknown model) from a scenario file to the controller.
 USAGE_ERROR_ATTR = "ctxeval_usage_error"
@@ -45,7 +48,6 @@ class ScenarioFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Collector]:
         from .scenario.errors import ScenarioError
-        from .scenario.loader import load_conversations
 
         session = self.config.stash[SESSION_KEY]
         try:
@@ -55,12 +57,12 @@ class ScenarioFile(pytest.File):
             # it into the run's usage error (see plugin.ControllerHooks).
             self.usage_error = str(exc)
             raise
-        root = next(
-            (d for d in session.options.scenario_dirs if self.path.is_relative_to(d)),
-            self.path.parent,
-        )
+        shared = self.config.stash.get(SHARED_PARSING_KEY, None)
         try:
-            conversations = load_conversations(self.path, display_path=self.display_path, root=root)
+            if shared is None:
+                conversations = self.parse()
+            else:
+                conversations = shared.conversations(self.path, self.parse)
         except ScenarioError:
             # One bad file is reported, and the other scenarios still run:
             # without this pytest would stop the whole run after collection.
@@ -68,6 +70,16 @@ class ScenarioFile(pytest.File):
             raise
         for conversation in conversations:
             yield ScenarioNode.from_parent(self, name=conversation.id, conversation=conversation)
+
+    def parse(self) -> list[Conversation]:
+        """Load, validate and build the file's scenarios (ScenarioError for its problems)."""
+        from .scenario.loader import load_conversations
+
+        options = self.config.stash[SESSION_KEY].options
+        root = next(
+            (d for d in options.scenario_dirs if self.path.is_relative_to(d)), self.path.parent
+        )
+        return load_conversations(self.path, display_path=self.display_path, root=root)
 
     @property
     def display_path(self) -> str:

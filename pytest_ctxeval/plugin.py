@@ -19,6 +19,7 @@ import pytest
 from .collect import (
     ACTING_MARKERS,
     RECORD_KEY,
+    SHARED_PARSING_KEY,
     USAGE_ERROR_ATTR,
     ProbeItem,
     ScenarioFile,
@@ -28,6 +29,9 @@ from .options import CtxOptions, add_options
 from .report.terminal_text import printable
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
 from .session import SESSION_KEY, CtxSession
+
+# The key of the shared parsing folder in an xdist worker's input (see xdist_collect).
+WORKER_INPUT_KEY = "ctxeval_parsed_dir"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -65,6 +69,12 @@ def pytest_configure(config: pytest.Config) -> None:
         register_tag(config, tag)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
+    elif WORKER_INPUT_KEY in config.workerinput:
+        from .xdist_collect import SharedParsing
+
+        worker_index = int(config.workerinput.get("workerid", "gw0").lstrip("gw") or 0)
+        folder = Path(config.workerinput[WORKER_INPUT_KEY])
+        config.stash[SHARED_PARSING_KEY] = SharedParsing(folder, worker_index)
 
 
 _RULE_KEY = pytest.StashKey[ScenarioFileRule]()
@@ -88,9 +98,13 @@ def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-    if scenario_file_rule(parent.config).collects(file_path):
-        return ScenarioFile.from_parent(parent, path=file_path)
-    return None
+    if not scenario_file_rule(parent.config).collects(file_path):
+        return None
+    file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+    shared = parent.config.stash.get(SHARED_PARSING_KEY, None)
+    if shared is not None:
+        shared.expect(file_path, file.parse)
+    return file
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
@@ -208,6 +222,17 @@ class ControllerHooks:
         self.written: dict[str, Path] = {}
         # Failed tests that are not ctxeval items (and collection errors).
         self.other_failures = 0
+        # Under xdist: where the workers share their parsing (see xdist_collect).
+        self.parsed_dir: Path | None = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.parsed_dir is None:
+            from .xdist_collect import make_folder, remove_folder
+
+            folder = self.parsed_dir = make_folder()
+            self.config.add_cleanup(lambda: remove_folder(folder))
+        node.workerinput[WORKER_INPUT_KEY] = str(self.parsed_dir)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.config.pluginmanager.has_plugin("dsession"):
@@ -255,7 +280,13 @@ class ControllerHooks:
         path, _, rest = nodeid.partition("::")
         if "::" not in rest or not rest.endswith("]"):
             return False
-        return scenario_file_rule(self.config).collects(self.config.rootpath / path)
+        file = self.config.rootpath / path
+        if self.parsed_dir is not None:
+            from .xdist_collect import was_parsed
+
+            if was_parsed(self.parsed_dir, file):  # a worker took it as one: no need to read it
+                return True
+        return scenario_file_rule(self.config).collects(file)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = None
