@@ -44,7 +44,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # unconfigure and in a cleanup registered at configure, which runs
     # before this earlier one.  An in-process run (pytester) leaves nothing
     # frozen behind.
-    early_config.add_cleanup(gc.unfreeze)
+    early_config.add_cleanup(lambda: _unfreeze(early_config))
+
+
+def _unfreeze(config: pytest.Config) -> None:
+    # An xdist worker ends with its session: left frozen, its objects are
+    # not walked by the interpreter's last collection, so it exits sooner.
+    if not hasattr(config, "workerinput"):
+        gc.unfreeze()
 
 
 @pytest.hookimpl(trylast=True)
@@ -301,7 +308,10 @@ class ControllerHooks:
         if record is None and report.failed:
             self.other_failures += 1
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    # trylast: inside the terminal reporter's wrapper, which prints the
+    # ctxeval summary once this is done.
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
         if (
             self.ctx.options.shard is not None
             and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
@@ -311,7 +321,24 @@ class ControllerHooks:
             self.ctx.check_outputs()
             self.ctx.will_record = True
             session.exitstatus = pytest.ExitCode.OK
-        self.written = self.ctx.finish()
+        if self.parsed_dir is None:
+            self.written = self.ctx.finish()
+            result = yield
+        else:
+            # Under xdist the results and the report are written while xdist
+            # stops its workers (waiting for them to exit), not after.
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(1, thread_name_prefix="ctxeval-report") as pool:
+                finishing = pool.submit(self.ctx.finish)
+                try:
+                    result = yield
+                finally:
+                    self.written = finishing.result()
+        self._gate_exit_status(session)
+        return result
+
+    def _gate_exit_status(self, session: pytest.Session) -> None:
         result = self.ctx.gate_result
         # The gate's exit code tells a regression from a broken budget or from
         # errors; it never hides an interruption, a usage error or a failure
