@@ -14,6 +14,7 @@ from .session import SESSION_KEY
 if TYPE_CHECKING:
     from .results.record import ResultRecord
     from .scenario.build import Conversation, ProbeCase
+    from .scenario.errors import ScenarioError
     from .strategies.registry import StrategySpec
     from .xdist_collect import SharedParsing
 
@@ -45,10 +46,18 @@ class ProbeFailed(Exception):
 class ScenarioFile(pytest.File):
     # A problem with the run's settings found while collecting this file.
     usage_error: str | None = None
+    # In the default scenarios folder, a YAML file is a scenario file only if
+    # it looks like one (see scenario_files.looks_like_scenario_file).
+    only_if_it_looks_like_one = False
 
     def collect(self) -> Iterator[pytest.Collector]:
         from .scenario.errors import ScenarioError
 
+        loaded: list[Conversation] | ScenarioError | None = None
+        if self.only_if_it_looks_like_one:
+            loaded = self._loaded()
+            if loaded is None:
+                return  # YAML that is not a scenario leaves the run as it is
         session = self.config.stash[SESSION_KEY]
         try:
             session.prepare_collection()
@@ -57,24 +66,36 @@ class ScenarioFile(pytest.File):
             # it into the run's usage error (see plugin.ControllerHooks).
             self.usage_error = str(exc)
             raise
-        shared = self.config.stash.get(SHARED_PARSING_KEY, None)
-        try:
-            if shared is None:
-                conversations = self.parse()
-            else:
-                conversations = shared.conversations(self.path, self.parse)
-        except ScenarioError:
+        if loaded is None:
+            loaded = self._loaded()
+        if isinstance(loaded, ScenarioError):
             # One bad file is reported, and the other scenarios still run:
             # without this pytest would stop the whole run after collection.
             self.config.option.continue_on_collection_errors = True
-            raise
-        for conversation in conversations:
+            raise loaded
+        for conversation in loaded or ():
             yield ScenarioNode.from_parent(self, name=conversation.id, conversation=conversation)
 
-    def parse(self) -> list[Conversation]:
-        """Load, validate and build the file's scenarios (ScenarioError for its problems)."""
-        from .scenario.loader import load_conversations
+    def _loaded(self) -> list[Conversation] | ScenarioError | None:
+        """``parse()``'s scenarios or problem, parsed here or, under xdist,
+        by whichever worker claimed the file."""
+        from .scenario.errors import ScenarioError
 
+        shared = self.config.stash.get(SHARED_PARSING_KEY, None)
+        try:
+            return self.parse() if shared is None else shared.conversations(self.path, self.parse)
+        except ScenarioError as problem:
+            return problem
+
+    def parse(self) -> list[Conversation] | None:
+        """Load, validate and build the file's scenarios (ScenarioError for
+        its problems); None when it does not look like a scenario file and
+        only would be one if it did."""
+        from .scenario.loader import load_conversations
+        from .scenario_files import looks_like_scenario_file
+
+        if self.only_if_it_looks_like_one and not looks_like_scenario_file(self.path):
+            return None
         options = self.config.stash[SESSION_KEY].options
         root = next(
             (d for d in options.scenario_dirs if self.path.is_relative_to(d)), self.path.parent

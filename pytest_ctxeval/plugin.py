@@ -105,9 +105,13 @@ def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
-    if not scenario_file_rule(parent.config).collects(file_path):
+    claim = scenario_file_rule(parent.config).claims(file_path)
+    if claim is False:
         return None
     file: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+    # A file that is a scenario only if it looks like one is read when it
+    # is collected: once for both questions, or by one xdist worker for all.
+    file.only_if_it_looks_like_one = claim is None
     shared = parent.config.stash.get(SHARED_PARSING_KEY, None)
     if shared is not None:
         shared.expect(file_path, file.parse)

@@ -49,6 +49,16 @@ class ScenarioFileRule:
         self._sniffed: dict[Path, bool] = {}
 
     def collects(self, path: Path) -> bool:
+        claim = self.claims(path)
+        if claim is not None:
+            return claim
+        if path not in self._sniffed:
+            self._sniffed[path] = looks_like_scenario_file(path)
+        return self._sniffed[path]
+
+    def claims(self, path: Path) -> bool | None:
+        """Whether ``path`` is a scenario file by where it is: True or False,
+        or None when that depends on whether it looks like one."""
         if path.suffix not in SCENARIO_SUFFIXES:
             return False
         inside = in_scenario_dirs(path, self.dirs)
@@ -58,9 +68,7 @@ class ScenarioFileRule:
             return True
         if not (inside or in_scenario_dirs(path.resolve(), self.named_dirs)):
             return False
-        if path not in self._sniffed:
-            self._sniffed[path] = looks_like_scenario_file(path)
-        return self._sniffed[path]
+        return None
 
 
 def in_scenario_dirs(path: Path, dirs: tuple[Path, ...]) -> bool:

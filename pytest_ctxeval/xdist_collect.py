@@ -7,9 +7,11 @@ So the workers share it.  The controller makes a private folder for the run
 and names it in each worker's input.  A worker that is about to collect a
 file it has no outcome for goes through every scenario file it has been
 handed and not yet seen: it claims each one no worker has claimed yet (an
-exclusive create), parses it and leaves the outcome in the folder, the
-scenarios or the problems found.  Then it reads what the others left for the
-files they claimed, waiting while a live worker is still parsing one.
+exclusive create), parses it and leaves the outcome in the folder: the
+scenarios, the problems found, or that a YAML file in the default
+scenarios folder is not a scenario file after all.  Then it reads what the
+others left for the files they claimed, waiting while a live worker is
+still parsing one.
 Workers start from opposite ends of the list, so their claims rarely collide
 and they finish at about the same time.
 
@@ -34,9 +36,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .scenario.build import Conversation
 
-# An outcome: ("scenarios", [Conversation, ...]) or ("problems", [Problem, ...]);
-# ("parse here", None) when parsing failed in a way that is not the file's
-# problem, so each worker parses it again where its error is reported.
+# How a file is parsed: its scenarios, None for YAML that turned out not to
+# be a scenario file, or ScenarioError for its problems.
+Parse = Callable[[], "list[Conversation] | None"]
+# An outcome: ("scenarios", [Conversation, ...] or None) or ("problems",
+# [Problem, ...]); ("parse here", None) when parsing failed in a way that is
+# not the file's problem, so each worker parses it again where its error is
+# reported.
 Outcome = tuple[str, Any]
 _NO_OUTCOME: Outcome = ("parse here", None)
 
@@ -58,7 +64,7 @@ def file_key(path: Path | str) -> str:
 
 def was_parsed(folder: Path, path: Path | str) -> bool:
     """Whether a worker collected ``path`` as a scenario file in this run."""
-    return (folder / f"{file_key(path)}.outcome").exists()
+    return (folder / f"{file_key(path)}.scenario").exists()
 
 
 class SharedParsing:
@@ -68,19 +74,17 @@ class SharedParsing:
     def __init__(self, folder: Path, worker_index: int) -> None:
         self.folder = folder
         self._backwards = worker_index % 2 == 1
-        self._pending: dict[str, Callable[[], list[Conversation]]] = {}
+        self._pending: dict[str, Parse] = {}
         self._mine: dict[str, Outcome] = {}
         self._theirs: set[str] = set()
 
-    def expect(self, path: Path, parse: Callable[[], list[Conversation]]) -> None:
-        """A scenario file this worker will collect, and how to parse it."""
+    def expect(self, path: Path, parse: Parse) -> None:
+        """A file this worker will collect as a scenario file, and how to parse it."""
         self._pending[file_key(path)] = parse
 
-    def conversations(
-        self, path: Path, parse: Callable[[], list[Conversation]]
-    ) -> list[Conversation]:
-        """The scenarios of ``path``, parsed here or by another worker; a
-        ScenarioError for its problems, as parsing it here would raise."""
+    def conversations(self, path: Path, parse: Parse) -> list[Conversation] | None:
+        """What ``parse`` gives for ``path``, run here or by another worker;
+        a ScenarioError for its problems, as parsing it here would raise."""
         from .scenario.errors import ScenarioError
 
         key = file_key(path)
@@ -114,6 +118,8 @@ class SharedParsing:
                 outcome = ("problems", problem.problems)
             except Exception:  # noqa: BLE001 - reported where that file is collected
                 outcome = _NO_OUTCOME
+            if outcome[0] == "problems" or outcome[1] is not None:
+                (self.folder / f"{key}.scenario").touch()  # for the controller: see was_parsed
             self._publish(key, outcome)
             self._mine[key] = outcome
 

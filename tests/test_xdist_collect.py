@@ -45,11 +45,13 @@ def test_each_scenario_file_is_parsed_once(ctx, workers) -> None:  # type: ignor
     names = [f"s{i}" for i in range(8)]
     for name in names:
         ctx.scenario(name, SCENARIO.format(name=name))
+    # YAML data beside them: read once to tell it is not a scenario, then left alone.
+    ctx.scenario("settings", "name: staging\nports: [5432, 6379]\n")
     ctx.write("conftest.py", COUNTING_CONFTEST)
     result = ctx.run("-n", workers, "--ctx-strategy=full,sliding")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     parsed = (ctx.path / "parsed.log").read_text().split()
-    assert sorted(parsed) == [f"{name}.yaml" for name in names]
+    assert sorted(parsed) == sorted([f"{name}.yaml" for name in names] + ["settings.yaml"])
     assert len(ctx.results()) == 16  # and every worker still collected every item
 
 
@@ -72,14 +74,16 @@ def test_a_broken_file_is_reported_with_its_line_once_parsed_elsewhere(ctx) -> N
 class Files:
     """Fake scenario files: parsing one returns its name's scenarios and counts the call."""
 
-    def __init__(self, *names: str, broken: str = "", buggy: str = "") -> None:
+    def __init__(self, *names: str, broken: str = "", buggy: str = "", data: str = "") -> None:
         self.paths = [Path(f"/project/scenarios/{name}.yaml") for name in names]
-        self.broken, self.buggy = broken, buggy
+        self.broken, self.buggy, self.data = broken, buggy, data
         self.calls: list[str] = []
 
     def parser(self, path: Path):  # type: ignore[no-untyped-def]
-        def parse() -> list[str]:
+        def parse() -> list[str] | None:
             self.calls.append(path.stem)
+            if path.stem == self.data:
+                return None  # YAML, but not a scenario file
             if path.stem == self.broken:
                 raise ScenarioError([Problem(str(path), 3, 5, "expected a list")])
             if path.stem == self.buggy:
@@ -105,7 +109,7 @@ class Files:
 
 
 def test_workers_collect_alike_and_parse_each_file_once(tmp_path: Path) -> None:
-    files = Files("a", "b", "c", "d", broken="c")
+    files = Files("a", "b", "c", "d", broken="c", data="d")
     first, second = SharedParsing(tmp_path, 0), SharedParsing(tmp_path, 1)
     files.hand_to(first)
     files.hand_to(second)
@@ -114,8 +118,10 @@ def test_workers_collect_alike_and_parse_each_file_once(tmp_path: Path) -> None:
     assert seen_first == seen_second
     assert seen_first["a"] == ["a-scenario"]
     assert seen_first["c"] == "/project/scenarios/c.yaml:3:5: expected a list"
+    assert seen_first["d"] is None
     assert sorted(files.calls) == ["a", "b", "c", "d"]
-    assert all(was_parsed(tmp_path, path) for path in files.paths)
+    # The controller tells scenario files by the folder: a broken one is one, data is not.
+    assert [was_parsed(tmp_path, path) for path in files.paths] == [True, True, True, False]
     assert not was_parsed(tmp_path, "/project/scenarios/other.yaml")
 
 
