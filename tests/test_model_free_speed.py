@@ -17,6 +17,9 @@ from pytest_ctxeval.llm import prompt_cache
 from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
 from pytest_ctxeval.messages import identical_prefix_length
 from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
+from pytest_ctxeval.strategies.observation_mask import ObservationMaskStrategy
+from pytest_ctxeval.strategies.tool_results import ToolResultStrategy
+from pytest_ctxeval.strategies.toolprune import ToolPruneStrategy
 
 Message = dict[str, Any]
 
@@ -239,3 +242,71 @@ def test_a_fork_and_its_original_extend_their_requests_independently() -> None:
         assert uses(alone, requests) == got
     theirs_again = base + theirs[:15]
     assert original.peek(theirs_again).cached_tokens < fork.peek(theirs_again).cached_tokens
+
+
+TOOL_RESULT_CASES = [
+    (ToolPruneStrategy, {}),
+    (ToolPruneStrategy, {"max_output_tokens": 40}),
+    (ToolPruneStrategy, {"budget_tokens": 900}),
+    (ToolPruneStrategy, {"keep_last": 0}),
+    (ObservationMaskStrategy, {}),
+]
+
+
+def _tool_result_sessions() -> list[tuple[list[Message], Any]]:
+    from pytest_ctxeval.strategies.invariant_sessions import multi_chat_session, tool_session
+
+    multi = multi_chat_session()
+    return [(tool_session(14), ()), (multi.messages, multi.chat_starts)]
+
+
+@pytest.mark.parametrize(("kind", "params"), TOOL_RESULT_CASES)
+def test_a_tool_result_window_never_claims_more_of_the_previous_one_than_it_keeps(
+    kind: type[ToolResultStrategy], params: dict[str, Any]
+) -> None:
+    # Replay takes the strategy's word for how much of each window is the
+    # previous window's very objects (it does not compare them): a claim
+    # one message too long would price a changed message as cached.
+    from pytest_ctxeval.strategies.invariants import oracle_context
+
+    for messages, starts in _tool_result_sessions():
+        strategy = kind(**params)
+        strategy.setup(oracle_context())
+        previous: list[Message] = []
+        claims = exact = 0
+        for index, message in enumerate(messages):
+            if index in starts:
+                strategy.end_session()
+            strategy.add(dict(message))
+            if index == 9:  # a pipeline's earlier stage condenses a message
+                strategy.revise(3, {**strategy.history[3], "content": "condensed"})
+            window = strategy.window()
+            claim, kept = (
+                strategy.unchanged_prefix,
+                identical_prefix_length(previous, window.messages),
+            )
+            if claim is not None:
+                assert claim <= kept, f"{kind.name} {params} message {index}"
+                claims, exact = claims + 1, exact + (claim == kept)
+            previous = window.messages
+        # ... and it is a claim replay can use: present and exact nearly always.
+        if "budget_tokens" not in params:
+            assert claims >= len(messages) - 1 and exact >= 0.8 * claims
+
+
+@pytest.mark.parametrize(("kind", "params"), TOOL_RESULT_CASES)
+def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
+    kind: type[ToolResultStrategy], params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def replay() -> list[Any]:
+        traces = []
+        for messages, starts in _tool_result_sessions():
+            conversation = SimpleNamespace(messages=messages, session_starts=list(starts))
+            strategy = kind(**params)
+            trace = simulate(conversation, strategy, client=None, model="ctxeval/oracle")
+            traces.append((trace.requests, trace.cache.break_count if trace.cache else 0))
+        return traces
+
+    trusted = replay()
+    monkeypatch.setattr(simulate_module, "TRACKS_UNCHANGED_PREFIX", frozenset())
+    assert replay() == trusted

@@ -32,6 +32,11 @@ class ToolResultStrategy(BaseStrategy):
         self._shown: list[Message] = []
         self._results: list[int] = []  # history indices of tool results
         self._condensed_upto = 0  # results before this position in _results are condensed
+        # Where _shown changed since the last window, and that window's length
+        # (None: it was cut to the budget); see unchanged_prefix.
+        self._first_changed = 0
+        self._last_whole: int | None = None
+        self.unchanged_prefix: int | None = None
 
     def params(self) -> dict[str, Any]:
         return {"keep_last": self.keep_last, "budget_tokens": self.budget_tokens}
@@ -46,19 +51,34 @@ class ToolResultStrategy(BaseStrategy):
         whole_from = max(len(self._results) - self.keep_last, 0)
         for index in self._results[self._condensed_upto : whole_from]:
             self._shown[index] = self.condense(index, self.history[index])
+            self._first_changed = min(self._first_changed, index)
         self._condensed_upto = max(self._condensed_upto, whole_from)
-        return Window(messages=fit_budget(list(self._shown), self.budget_tokens, self.count_tokens))
+        shown = list(self._shown)
+        messages = fit_budget(shown, self.budget_tokens, self.count_tokens)
+        # How many leading messages are the very objects of the previous
+        # window: known here without comparing them, so replaying a long
+        # session does not cost every request its whole window.
+        whole = messages is shown
+        self.unchanged_prefix = (
+            min(self._first_changed, self._last_whole)
+            if whole and self._last_whole is not None
+            else None
+        )
+        self._first_changed, self._last_whole = len(shown), len(shown) if whole else None
+        return Window(messages=messages)
 
     def revise(self, index: int, message: Message) -> None:
         super().revise(index, message)
         position = bisect.bisect_left(self._results, index)
         condensed = position < self._condensed_upto and self._results[position] == index
         self._shown[index] = self.condense(index, message) if condensed else message
+        self._first_changed = min(self._first_changed, index)
 
     def end_session(self) -> None:
         super().end_session()
         self._shown = list(self.history)  # the new chat's history: its system prompt
         self._results, self._condensed_upto = [], 0
+        self._first_changed = 0
 
     def condense(self, index: int, message: Message) -> Message:  # pragma: no cover - abstract
         raise NotImplementedError
