@@ -42,6 +42,7 @@ LABELS = {
 HARNESS = "ctxeval"
 PER_SAMPLE_SHARE = 0.5  # target: per sample at most half of the fastest peer's
 XDIST_SPEEDUP = 1.8  # target: `-n 2` at least this much faster than serial
+OVER_TOKENIZING = 3.0  # target: a sample's model-free work at most this many times tokenizing it
 
 
 # (pairs, conversations) -> one value per round; -conversations for the `-n 2` runs
@@ -225,6 +226,7 @@ def report(
     count: int,
     round_count: int,
     load: tuple[float, float],
+    floors: dict[int, float],
 ) -> None:
     print(
         f"\n{count} conversations; median of {round_count} interleaved round(s); ratios are "
@@ -248,11 +250,15 @@ def report(
     base = records.get(HARNESS)
     if base is not None and not base.failed:
         peers = {n: r for n, r in records.items() if n != HARNESS and not r.failed}
-        print_targets(base, peers, pairs_sizes, count)
+        print_targets(base, peers, pairs_sizes, count, floors)
 
 
 def print_targets(
-    base: ToolRecord, peers: dict[str, ToolRecord], pairs_sizes: list[int], count: int
+    base: ToolRecord,
+    peers: dict[str, ToolRecord],
+    pairs_sizes: list[int],
+    count: int,
+    floors: dict[int, float],
 ) -> None:
     def verdict(met: bool) -> str:
         return "met" if met else "NOT met"
@@ -283,6 +289,14 @@ def print_targets(
         print(f"  fixed start below every peer's: {parts[0]} [{parts[1]}]")
     else:
         print("  (no peer measured: the per-sample and fixed-start targets need one)")
+    for pairs in pairs_sizes:
+        ours = per_sample(base.cpu, pairs, count)
+        ratio = ours / floors[pairs]
+        print(
+            f"  model-free work per sample @{pairs} pairs <= {OVER_TOKENIZING:g}x tokenizing it "
+            f"once: {ours * 1000:.1f} ms CPU vs {floors[pairs] * 1000:.2f} ms ({ratio:.1f}x): "
+            f"{verdict(ratio <= OVER_TOKENIZING)}"
+        )
     pairs = max(pairs_sizes)
     if (pairs, -count) in base.wall and (pairs, -1) in base.wall:
         serial, parallel = base.wall[(pairs, count)], base.wall[(pairs, -count)]
@@ -292,8 +306,25 @@ def print_targets(
         print(
             f"  -n 2 on {pairs} pairs x {count} >= {XDIST_SPEEDUP}x: whole run "
             f"{whole:.2f}x: {verdict(whole >= XDIST_SPEEDUP)}; per sample "
-            f"{per:.2f}x (start-up and collection left out)"
+            f"{per:.2f}x (the fixed start left out)"
         )
+
+
+def tokenizing_floor(conversations: list[Conversation]) -> float:
+    """Seconds per sample to tokenize every message once with plain tiktoken
+    (the encoding the harness's mock model counts with), best of five: the
+    least a harness that counts tokens can do per sample."""
+    from pytest_ctxeval.llm.local_tokenizer import local_encoding
+
+    encoding = local_encoding()
+    texts = [m["content"] for conv in conversations for m in conv.chat()]
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for text in texts:
+            encoding.encode_ordinary(text)
+        best = min(best, time.perf_counter() - start)
+    return best / len(conversations)
 
 
 def versions() -> str:
@@ -372,7 +403,11 @@ def main(argv: list[str] | None = None) -> int:
         names, args.pairs_sizes, args.conversations, args.rounds, not args.no_xdist, args.seed
     )
     load = (load_before, os.getloadavg()[0])
-    report(records, unavailable, args.pairs_sizes, args.conversations, args.rounds, load)
+    floors = {
+        pairs: tokenizing_floor(workload(args.conversations, pairs, args.seed))
+        for pairs in args.pairs_sizes
+    }
+    report(records, unavailable, args.pairs_sizes, args.conversations, args.rounds, load, floors)
     return 1 if any(record.failed for record in records.values()) else 0
 
 
