@@ -122,7 +122,8 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
     # What earlier scenario files built lives to the end of the session, and
     # parsing one leaves no cyclic garbage: freezing it now keeps the
     # collector's full passes, which a growing heap triggers, off it while
-    # the next file is parsed.  Only in a run with scenarios.
+    # the next file is parsed.  Only where a scenario file, or a YAML file
+    # that may be one, is collected.
     if isinstance(collector, ScenarioFile):
         gc.freeze()
 
