@@ -77,11 +77,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
     elif WORKER_INPUT_KEY in config.workerinput:
-        from .xdist_collect import SharedParsing
-
-        worker_index = int(config.workerinput.get("workerid", "gw0").lstrip("gw") or 0)
         folder = Path(config.workerinput[WORKER_INPUT_KEY])
-        config.stash[SHARED_PARSING_KEY] = SharedParsing(folder, worker_index)
+        if folder.is_dir():  # not on another machine (xdist's --tx ssh=...)
+            from .xdist_collect import SharedParsing
+
+            worker_index = int(config.workerinput.get("workerid", "gw0").lstrip("gw") or 0)
+            config.stash[SHARED_PARSING_KEY] = SharedParsing(folder, worker_index)
 
 
 _RULE_KEY = pytest.StashKey[ScenarioFileRule]()

@@ -45,6 +45,9 @@ Parse = Callable[[], "list[Conversation] | None"]
 # reported.
 Outcome = tuple[str, Any]
 _NO_OUTCOME: Outcome = ("parse here", None)
+# A worker that claimed a file and is alive is parsing it; one that cannot
+# leave its outcome (a full disk) must not hold the others up for ever.
+WAIT_LIMIT_S = 120.0
 
 
 def make_folder() -> Path:
@@ -109,7 +112,11 @@ class SharedParsing:
         pending = list(self._pending.items())
         self._pending.clear()
         for key, parse in reversed(pending) if self._backwards else pending:
-            if not self._claim(key):
+            claimed = self._claim(key)
+            if claimed is None:  # the folder cannot be used: parse it when it is collected
+                self._mine[key] = _NO_OUTCOME
+                continue
+            if not claimed:
                 self._theirs.add(key)
                 continue
             try:
@@ -118,16 +125,18 @@ class SharedParsing:
                 outcome = ("problems", problem.problems)
             except Exception:  # noqa: BLE001 - reported where that file is collected
                 outcome = _NO_OUTCOME
-            if outcome[0] == "problems" or outcome[1] is not None:
-                (self.folder / f"{key}.scenario").touch()  # for the controller: see was_parsed
             self._publish(key, outcome)
             self._mine[key] = outcome
 
-    def _claim(self, key: str) -> bool:
+    def _claim(self, key: str) -> bool | None:
+        """True: this worker parses ``key``; False: another one does; None:
+        the folder cannot be used."""
         try:
             fd = os.open(self.folder / f"{key}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return False
+        except OSError:
+            return None
         with os.fdopen(fd, "w") as claim:
             claim.write(str(os.getpid()))
         return True
@@ -137,21 +146,29 @@ class SharedParsing:
             data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - something unpicklable: each worker parses it
             data = pickle.dumps(_NO_OUTCOME)
-        partial = self.folder / f"{key}.{os.getpid()}.partial"
-        partial.write_bytes(data)
-        os.replace(partial, self.folder / f"{key}.outcome")  # readers see all of it or nothing
+        try:
+            if outcome[0] == "problems" or outcome[1] is not None:
+                (self.folder / f"{key}.scenario").touch()  # for the controller: see was_parsed
+            partial = self.folder / f"{key}.{os.getpid()}.partial"
+            partial.write_bytes(data)
+            os.replace(partial, self.folder / f"{key}.outcome")  # all of it or nothing
+        except OSError:
+            pass  # the others parse it themselves once they stop waiting
 
     def _wait_for(self, key: str) -> Outcome:
         """The outcome another worker left for ``key``, once it is there; if
-        that worker is gone without leaving one, parse here."""
+        that worker is gone without leaving one, or takes too long, parse here."""
         done = self.folder / f"{key}.outcome"
+        give_up = time.monotonic() + WAIT_LIMIT_S
         pause = 0.0005
         while True:
             try:
                 return pickle.loads(done.read_bytes())  # type: ignore[no-any-return]
             except FileNotFoundError:
                 pass
-            if not self._claimer_alive(key) and not done.exists():
+            except Exception:  # noqa: BLE001 - unreadable: parse it here
+                return _NO_OUTCOME
+            if time.monotonic() > give_up or not (self._claimer_alive(key) or done.exists()):
                 return _NO_OUTCOME
             time.sleep(pause)
             pause = min(pause * 2, 0.01)

@@ -4,12 +4,14 @@ and report the same problems."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from pytest_ctxeval import xdist_collect
 from pytest_ctxeval.scenario.errors import Problem, ScenarioError
 from pytest_ctxeval.xdist_collect import SharedParsing, file_key, make_folder, was_parsed
 
@@ -143,6 +145,27 @@ def test_a_file_whose_parser_crashed_is_parsed_again(tmp_path: Path) -> None:
     worker = SharedParsing(tmp_path, 0)
     files.hand_to(worker)
     assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+    assert sorted(files.calls) == ["a", "b"]
+
+
+def test_a_claimer_that_never_leaves_an_outcome_holds_nobody_up_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(xdist_collect, "WAIT_LIMIT_S", 0.05)
+    files = Files("a", "b")
+    # Claimed by a live process (this one) that never leaves an outcome.
+    (tmp_path / f"{file_key(files.paths[0])}.claim").write_text(str(os.getpid()))
+    worker = SharedParsing(tmp_path, 0)
+    files.hand_to(worker)
+    assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+
+
+def test_without_a_usable_folder_each_worker_parses_its_files(tmp_path: Path) -> None:
+    files = Files("a", "b", broken="b")
+    worker = SharedParsing(tmp_path / "gone", 1)
+    files.hand_to(worker)
+    found = files.collect(worker)
+    assert found == {"a": ["a-scenario"], "b": "/project/scenarios/b.yaml:3:5: expected a list"}
     assert sorted(files.calls) == ["a", "b"]
 
 
