@@ -419,6 +419,55 @@ def test_bm25_ranks_rare_terms_first_and_breaks_ties_by_recency() -> None:
     assert index.search("nothing here", 3) == []
 
 
+def _bm25_by_the_book(documents: list[str], query: str, k: int) -> list[int]:
+    """Okapi BM25 (k1=1.5, b=0.75) one document at a time, terms in sorted
+    order; the k best, ties to the later document."""
+    import math
+    from collections import Counter
+
+    from pytest_ctxeval.llm.text import terms
+
+    counts = [Counter(terms(d)) for d in documents]
+    lengths = [sum(c.values()) for c in counts]
+    average = sum(lengths) / len(documents) or 1.0
+    scores: dict[int, float] = {}
+    for term in sorted(set(terms(query))):
+        having = [i for i, c in enumerate(counts) if term in c]
+        idf = math.log(1 + (len(documents) - len(having) + 0.5) / (len(having) + 0.5))
+        for i in having:
+            tf = counts[i][term]
+            norm = 1.5 * (1 - 0.75 + 0.75 * lengths[i] / average)
+            scores[i] = scores.get(i, 0.0) + idf * tf * (1.5 + 1) / (tf + norm)
+    ranked = sorted(((s, i) for i, s in scores.items() if s > 0), reverse=True)
+    return [i for _, i in ranked[:k]]
+
+
+def test_bm25_ranks_exactly_as_the_formula_one_document_at_a_time() -> None:
+    # The index scores arrays at once; rankings, ties included, must be the
+    # ones the formula gives document by document.
+    import random
+
+    from pytest_ctxeval.strategies.retrieval import BM25Index
+
+    rng = random.Random(7)
+    words = "vault code launch port staging database deploy api key web the a of is".split()
+    for _ in range(200):
+        documents = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(0, 10)))
+            for _ in range(rng.randint(1, 40))
+        ]
+        index = BM25Index()
+        for document in documents:
+            index.add(document)
+        fork = copy.deepcopy(index)  # what a forked strategy searches
+        for _ in range(4):
+            query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 4)))
+            k = rng.randint(1, 6)
+            expected = _bm25_by_the_book(documents, query, k)
+            assert index.search(query, k) == expected, (documents, query, k)
+            assert fork.search(query, k) == expected
+
+
 def test_rag_embeddings_backend_names_the_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_ctxeval.strategies.retrieval import MissingExtraError
 

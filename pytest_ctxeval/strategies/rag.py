@@ -12,6 +12,7 @@ loses the timeline around it.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from .base import Message, Window, split_system
@@ -105,7 +106,7 @@ class RagStrategy(TracksUserTurns):
         bounds = sorted({self.indexed, *(s for s in starts if self.indexed < s < cut), cut})
         for begin, end in zip(bounds, bounds[1:], strict=False):
             # 1-based (0 before the first user message of the first chat).
-            turn = self.turn_offset + sum(1 for s in starts if s <= begin)
+            turn = self.turn_offset + bisect.bisect_right(starts, begin)  # starts ascend
             for chunk in chunks(transcript(rest[begin:end]), self.chunk_chars):
                 self.index.add(chunk)
                 self.chunks.append((turn, chunk))
