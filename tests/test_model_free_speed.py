@@ -310,3 +310,37 @@ def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
     trusted = replay()
     monkeypatch.setattr(simulate_module, "TRACKS_UNCHANGED_PREFIX", frozenset())
     assert replay() == trusted
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"max_chars": 400},
+        {"unit": "tokens", "max_tokens": 150},
+        {"unit": "items", "max_chars": 30},
+    ],
+    ids=["default", "short", "tokens", "items"],
+)
+def test_truncate_built_on_its_previous_windows_is_truncate_built_afresh(
+    params: dict[str, Any],
+) -> None:
+    # Each window scans only the messages since the previous one; a twin
+    # that forgets before every window must see the same, through tool
+    # calls, a pipeline's revision and new chats.
+    from pytest_ctxeval.strategies.invariants import oracle_context
+    from pytest_ctxeval.strategies.truncate import TruncateStrategy
+
+    for messages, starts in _tool_result_sessions():
+        extending, afresh = TruncateStrategy(**params), TruncateStrategy(**params)
+        for strategy in (extending, afresh):
+            strategy.setup(oracle_context())
+        for index, message in enumerate(messages):
+            for strategy in (extending, afresh):
+                if index in starts:
+                    strategy.end_session()
+                strategy.add(dict(message))
+                if index == 9:  # a pipeline's earlier stage condenses a message
+                    strategy.revise(3, {**strategy.history[3], "content": "condensed"})
+            afresh._forget()
+            assert extending.window().messages == afresh.window().messages, f"message {index}"

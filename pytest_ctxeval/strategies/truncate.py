@@ -33,6 +33,27 @@ class TruncateStrategy(BaseStrategy):
         self.max_chars = max_chars
         self.unit = unit
         self.max_tokens = max_tokens
+        # What the window keeps of history[:upto], worked out once: the
+        # history only grows, so each window scans its new messages only (a
+        # long session must not cost turns x messages).  Dropped when the
+        # history is rewritten.
+        self._kept: list[Message] = []
+        self._room = self.max_tokens if unit == "tokens" else max_chars
+        self._full = False
+        self._upto = 0
+        self._cuts: list[Message] = []  # unit="items": history[i] as cut
+
+    def revise(self, index: int, message: Message) -> None:
+        super().revise(index, message)
+        self._forget()
+
+    def end_session(self) -> None:
+        super().end_session()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._kept, self._full, self._upto, self._cuts = [], False, 0, []
+        self._room = self.max_tokens if self.unit == "tokens" else self.max_chars
 
     def params(self) -> dict[str, Any]:
         if self.unit == "tokens":
@@ -64,37 +85,38 @@ class TruncateStrategy(BaseStrategy):
         start = current_exchange_start(self.history)
         if self.unit == "items":
             return Window(messages=self._items_cut(start) + self.history[start:])
-        kept: list[Message] = []
-        room = self.max_tokens if self.unit == "tokens" else self.max_chars
-        full = False
-        for message in self.history[:start]:
+        if start < self._upto:  # not expected: the current exchange only moves on
+            self._forget()
+        kept = self._kept
+        for message in self.history[self._upto : start]:
             if message.get("role") == "system":
                 kept.append(message)  # not counted: the system prompt is never cut
                 continue
-            if full:
+            if self._full:
                 continue
             text = content_text(message)
             size = self._size(text)
-            if size <= room:
+            if size <= self._room:
                 kept.append(message)
-                room -= size
+                self._room -= size
                 continue
-            head = self._head(text, room) if room > 0 else ""
+            head = self._head(text, self._room) if self._room > 0 else ""
             if head:
                 kept.append({**message, "content": head})
-            full = True
+            self._full = True
+        self._upto = start
         return Window(messages=pair_tool_calls(kept) + self.history[start:])
 
     def _items_cut(self, end: int) -> list[Message]:
         """The naive per-item cut: every message before ``end`` (but the system
         prompt) keeps its first ``max_chars`` characters; nothing is dropped."""
-        cut: list[Message] = []
-        for message in self.history[:end]:
+        cuts = self._cuts
+        for message in self.history[len(cuts) : end]:
             text = content_text(message)
             if message.get("role") != "system" and len(text) > self.max_chars:
                 message = {**message, "content": text[: self.max_chars] + ITEM_CUT}
-            cut.append(message)
-        return cut
+            cuts.append(message)
+        return cuts[:end]
 
 
 def pair_tool_calls(messages: list[Message]) -> list[Message]:
