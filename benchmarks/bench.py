@@ -187,7 +187,7 @@ def long_session() -> None:
 
 
 REPLAY_TURNS = (1000, 2000, 4000)
-REPLAY_STRATEGIES = ("full", "headtail", "sliding", "toolprune")
+REPLAY_STRATEGIES = ("full", "headtail", "sliding", "toolprune", "truncate", "rag")
 TARGET_REPLAY_MB = 500
 
 
