@@ -16,6 +16,7 @@ from pytest_ctxeval.evaluate.simulate import copy_message, simulate
 from pytest_ctxeval.llm import prompt_cache
 from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
 from pytest_ctxeval.messages import identical_prefix_length
+from pytest_ctxeval.strategies import tool_results
 from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
 from pytest_ctxeval.strategies.observation_mask import ObservationMaskStrategy
 from pytest_ctxeval.strategies.tool_results import ToolResultStrategy
@@ -308,7 +309,7 @@ def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
         return traces
 
     trusted = replay()
-    monkeypatch.setattr(simulate_module, "TRACKS_UNCHANGED_PREFIX", frozenset())
+    monkeypatch.setattr(tool_results, "_TRACKING", set())
     assert replay() == trusted
 
 
@@ -344,3 +345,41 @@ def test_truncate_built_on_its_previous_windows_is_truncate_built_afresh(
                     strategy.revise(3, {**strategy.history[3], "content": "condensed"})
             afresh._forget()
             assert extending.window().messages == afresh.window().messages, f"message {index}"
+
+
+@pytest.mark.parametrize(
+    "stages",
+    ["toolprune+sliding", "observation-mask+headtail", "toolprune+observation-mask+truncate"],
+)
+def test_a_pipeline_passes_on_the_same_rewrites_when_it_takes_the_stages_word(
+    stages: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipeline hands each rewrite of an earlier stage to the next one; a
+    # built-in tool-result stage says how much of its window it kept, so
+    # only the rest is looked at.  Every window, and the replay, must be
+    # what looking at every message gives.
+    from pytest_ctxeval.strategies.invariants import oracle_context
+    from pytest_ctxeval.strategies.registry import resolve
+
+    def windows() -> list[Any]:
+        seen = []
+        for messages, starts in _tool_result_sessions():
+            strategy = resolve(stages)[0].create()
+            strategy.setup(oracle_context())
+            for index, message in enumerate(messages):
+                if index in starts:
+                    strategy.end_session()
+                strategy.add(dict(message))
+                seen.append(strategy.window().messages)
+                if index == 20:  # a probe's fork, then the session goes on
+                    seen.append(fork_strategy(strategy).window().messages)
+            conversation = SimpleNamespace(messages=messages, session_starts=list(starts))
+            trace = simulate(
+                conversation, resolve(stages)[0].create(), client=None, model="ctxeval/oracle"
+            )
+            seen.append(trace.requests)
+        return seen
+
+    trusted = windows()
+    monkeypatch.setattr(tool_results, "_TRACKING", set())
+    assert windows() == trusted

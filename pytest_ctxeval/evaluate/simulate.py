@@ -23,14 +23,8 @@ from ..strategies.base import (
     is_plain_message,
 )
 from ..strategies.full import FullStrategy
-from ..strategies.observation_mask import ObservationMaskStrategy
-from ..strategies.subagent import SubagentStrategy
-from ..strategies.toolprune import ToolPruneStrategy
+from ..strategies.tool_results import unchanged_prefix_of
 from .session_ledger import SessionLedger
-
-# Strategies that say how much of each window is the previous one's objects
-# (``unchanged_prefix``; see tool_results.ToolResultStrategy.window).
-TRACKS_UNCHANGED_PREFIX = frozenset({ToolPruneStrategy, ObservationMaskStrategy, SubagentStrategy})
 
 
 @dataclass(frozen=True)
@@ -191,9 +185,6 @@ def simulate(
     # sends its history as it grew, and keeps every chat: each window starts
     # with the whole previous one, so that need not be checked message by message.
     appends_only = type(strategy) is FullStrategy
-    # These built-in strategies (again not a subclass, nor a wrapper) track
-    # how much of each window is the previous one's objects.
-    tracks_prefix = type(strategy) in TRACKS_UNCHANGED_PREFIX
     meter = PromptMeter(model)
     ledger = session_ledger(model, cache_rules, seconds_per_request)
     trace.cache = ledger.cache
@@ -213,7 +204,8 @@ def simulate(
             window = strategy.window()
             # The meter and the ledger saw every window so far: how much of
             # this one the previous window's very objects start.
-            known = getattr(strategy, "unchanged_prefix", None) if tracks_prefix else None
+            # The built-in tool-result strategies say it themselves.
+            known = unchanged_prefix_of(strategy)
             if appends_only:
                 identical = len(previous)
             elif known is not None:

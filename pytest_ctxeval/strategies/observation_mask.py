@@ -13,12 +13,13 @@ from typing import Any
 
 from .base import Message, content_text
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy
+from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
 
 PLACEHOLDER = "[Old tool result content cleared: {lines}]"
 
 
 @register_strategy("observation-mask")
+@tracks_unchanged_prefix
 class ObservationMaskStrategy(ToolResultStrategy):
     name = "observation-mask"
     description = "Replace older tool results with a placeholder; keep the last 3 whole."

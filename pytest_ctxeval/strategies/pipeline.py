@@ -22,6 +22,7 @@ from typing import Any
 
 from .base import BaseStrategy, ContextStrategy, Message, StrategyContext, Window
 from .registry import StrategySpec, register_strategy
+from .tool_results import unchanged_prefix_of
 
 # A stage is a kind's name, or a one-key mapping of the kind to its parameters.
 StageEntry = str | dict[str, dict[str, Any]]
@@ -127,7 +128,10 @@ class PipelineStrategy(BaseStrategy):
                 f"{len(given)}: a stage before the last must rewrite messages one for one"
             )
         after = self.stages[position + 1]
-        for index, message in enumerate(shown):
+        # Messages a built-in tool-result stage kept from its previous window
+        # were passed on then: a long session's call looks at its new part only.
+        for index in range(unchanged_prefix_of(self.stages[position]) or 0, len(shown)):
+            message = shown[index]
             if message is not given[index]:
                 given[index] = message
                 after.revise(index, message)  # type: ignore[attr-defined]

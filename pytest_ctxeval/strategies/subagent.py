@@ -20,7 +20,7 @@ from typing import Any
 
 from .base import Message, content_text, messages_tokens
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy
+from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
 from .turns import check_prompt_version, last_user_text, require_at_least
 
 SUBAGENT_PROMPT_VERSION = "v1"
@@ -35,6 +35,7 @@ ANSWER = "[sub-agent read {tokens} tokens of {name} output and answered]\n{answe
 
 
 @register_strategy("subagent")
+@tracks_unchanged_prefix
 class SubagentStrategy(ToolResultStrategy):
     name = "subagent"
     description = (

@@ -9,10 +9,33 @@ changes, so a call and its result always stay together.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import Any, TypeVar
 
 from .base import BaseStrategy, Message, Window
 from .turns import fit_budget, require_at_least
+
+T = TypeVar("T")
+
+
+# The built-in subclasses whose windows keep ``unchanged_prefix`` true as
+# they are (a subclass of one may edit its window after).
+_TRACKING: set[type] = set()
+
+
+def tracks_unchanged_prefix(cls: type[T]) -> type[T]:
+    """Class decorator of a built-in tool-result strategy: see ``unchanged_prefix_of``."""
+    _TRACKING.add(cls)
+    return cls
+
+
+def unchanged_prefix_of(strategy: object) -> int | None:
+    """How many leading messages of the window ``strategy`` built last are
+    the very objects of the window it built before, when it is one of the
+    built-in tool-result strategies itself (not a subclass, nor a wrapper,
+    which may edit the window); None when that is not known."""
+    if type(strategy) in _TRACKING:
+        return strategy.unchanged_prefix  # type: ignore[attr-defined, no-any-return]
+    return None
 
 
 class ToolResultStrategy(BaseStrategy):

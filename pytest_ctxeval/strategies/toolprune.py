@@ -17,13 +17,14 @@ from typing import Any
 from .base import Message, content_text
 from .pruning import PruneRules, prune
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy
+from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
 from .turns import require_at_least
 
 CAPPED = "\n[… output capped at {cap} tokens; {n} more characters not shown …]"
 
 
 @register_strategy("toolprune")
+@tracks_unchanged_prefix
 class ToolPruneStrategy(ToolResultStrategy):
     name = "toolprune"
     description = (
