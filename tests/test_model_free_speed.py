@@ -16,10 +16,10 @@ from pytest_ctxeval.evaluate.simulate import copy_message, simulate
 from pytest_ctxeval.llm import prompt_cache
 from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
 from pytest_ctxeval.messages import identical_prefix_length
-from pytest_ctxeval.strategies import tool_results
+from pytest_ctxeval.strategies import unchanged_prefix
 from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
+from pytest_ctxeval.strategies.full import FullStrategy
 from pytest_ctxeval.strategies.observation_mask import ObservationMaskStrategy
-from pytest_ctxeval.strategies.tool_results import ToolResultStrategy
 from pytest_ctxeval.strategies.toolprune import ToolPruneStrategy
 
 Message = dict[str, Any]
@@ -251,6 +251,7 @@ TOOL_RESULT_CASES = [
     (ToolPruneStrategy, {"budget_tokens": 900}),
     (ToolPruneStrategy, {"keep_last": 0}),
     (ObservationMaskStrategy, {}),
+    (FullStrategy, {}),
 ]
 
 
@@ -263,7 +264,7 @@ def _tool_result_sessions() -> list[tuple[list[Message], Any]]:
 
 @pytest.mark.parametrize(("kind", "params"), TOOL_RESULT_CASES)
 def test_a_tool_result_window_never_claims_more_of_the_previous_one_than_it_keeps(
-    kind: type[ToolResultStrategy], params: dict[str, Any]
+    kind: type[BaseStrategy], params: dict[str, Any]
 ) -> None:
     # Replay takes the strategy's word for how much of each window is the
     # previous window's very objects (it does not compare them): a claim
@@ -297,7 +298,7 @@ def test_a_tool_result_window_never_claims_more_of_the_previous_one_than_it_keep
 
 @pytest.mark.parametrize(("kind", "params"), TOOL_RESULT_CASES)
 def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
-    kind: type[ToolResultStrategy], params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    kind: type[BaseStrategy], params: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def replay() -> list[Any]:
         traces = []
@@ -309,7 +310,7 @@ def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
         return traces
 
     trusted = replay()
-    monkeypatch.setattr(tool_results, "_TRACKING", set())
+    monkeypatch.setattr(unchanged_prefix, "_TRACKING", set())
     assert replay() == trusted
 
 
@@ -381,5 +382,5 @@ def test_a_pipeline_passes_on_the_same_rewrites_when_it_takes_the_stages_word(
         return seen
 
     trusted = windows()
-    monkeypatch.setattr(tool_results, "_TRACKING", set())
+    monkeypatch.setattr(unchanged_prefix, "_TRACKING", set())
     assert windows() == trusted

@@ -22,8 +22,7 @@ from ..strategies.base import (
     fork_strategy,
     is_plain_message,
 )
-from ..strategies.full import FullStrategy
-from ..strategies.tool_results import unchanged_prefix_of
+from ..strategies.unchanged_prefix import unchanged_prefix_of
 from .session_ledger import SessionLedger
 
 
@@ -181,10 +180,6 @@ def simulate(
     if callable(setup):
         counter = trace.counter = StrategyCallCounter(client, trace)
         setup(counter.context(lambda text: count_text_tokens(text, model)))
-    # `full` itself (not a subclass, nor a wrapper that edits its windows)
-    # sends its history as it grew, and keeps every chat: each window starts
-    # with the whole previous one, so that need not be checked message by message.
-    appends_only = type(strategy) is FullStrategy
     meter = PromptMeter(model)
     ledger = session_ledger(model, cache_rules, seconds_per_request)
     trace.cache = ledger.cache
@@ -203,14 +198,10 @@ def simulate(
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
             # The meter and the ledger saw every window so far: how much of
-            # this one the previous window's very objects start.
-            # The built-in tool-result strategies say it themselves.
-            known = unchanged_prefix_of(strategy)
-            if appends_only:
-                identical = len(previous)
-            elif known is not None:
-                identical = known
-            else:
+            # this one the previous window's very objects start, as the
+            # strategy says it (see unchanged_prefix) or found by comparing.
+            identical = unchanged_prefix_of(strategy)
+            if identical is None:
                 identical = identical_prefix_length(previous, window.messages)
             tokens, shared = meter.measure(window.messages, window.tools, identical=identical)
             parts = ledger.request(window, message, trace.strategy_calls, identical=identical)

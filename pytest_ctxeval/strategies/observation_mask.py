@@ -13,7 +13,8 @@ from typing import Any
 
 from .base import Message, content_text
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
+from .tool_results import ToolResultStrategy
+from .unchanged_prefix import tracks_unchanged_prefix
 
 PLACEHOLDER = "[Old tool result content cleared: {lines}]"
 

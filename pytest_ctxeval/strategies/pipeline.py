@@ -22,7 +22,7 @@ from typing import Any
 
 from .base import BaseStrategy, ContextStrategy, Message, StrategyContext, Window
 from .registry import StrategySpec, register_strategy
-from .tool_results import unchanged_prefix_of
+from .unchanged_prefix import unchanged_prefix_of
 
 # A stage is a kind's name, or a one-key mapping of the kind to its parameters.
 StageEntry = str | dict[str, dict[str, Any]]
@@ -128,8 +128,8 @@ class PipelineStrategy(BaseStrategy):
                 f"{len(given)}: a stage before the last must rewrite messages one for one"
             )
         after = self.stages[position + 1]
-        # Messages a built-in tool-result stage kept from its previous window
-        # were passed on then: a long session's call looks at its new part only.
+        # Messages a stage kept from its previous window were passed on then:
+        # a long session's call looks at its new part only.
         for index in range(unchanged_prefix_of(self.stages[position]) or 0, len(shown)):
             message = shown[index]
             if message is not given[index]:

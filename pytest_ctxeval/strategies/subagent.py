@@ -20,8 +20,9 @@ from typing import Any
 
 from .base import Message, content_text, messages_tokens
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
+from .tool_results import ToolResultStrategy
 from .turns import check_prompt_version, last_user_text, require_at_least
+from .unchanged_prefix import tracks_unchanged_prefix
 
 SUBAGENT_PROMPT_VERSION = "v1"
 # No rule words (never, always, must, only): the mock model would quote them.

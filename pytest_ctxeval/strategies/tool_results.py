@@ -9,36 +9,14 @@ changes, so a call and its result always stay together.
 from __future__ import annotations
 
 import bisect
-from typing import Any, TypeVar
+from typing import Any
 
 from .base import BaseStrategy, Message, Window
 from .turns import fit_budget, require_at_least
-
-T = TypeVar("T")
-
-
-# The built-in subclasses whose windows keep ``unchanged_prefix`` true as
-# they are (a subclass of one may edit its window after).
-_TRACKING: set[type] = set()
+from .unchanged_prefix import TracksUnchangedPrefix
 
 
-def tracks_unchanged_prefix(cls: type[T]) -> type[T]:
-    """Class decorator of a built-in tool-result strategy: see ``unchanged_prefix_of``."""
-    _TRACKING.add(cls)
-    return cls
-
-
-def unchanged_prefix_of(strategy: object) -> int | None:
-    """How many leading messages of the window ``strategy`` built last are
-    the very objects of the window it built before, when it is one of the
-    built-in tool-result strategies itself (not a subclass, nor a wrapper,
-    which may edit the window); None when that is not known."""
-    if type(strategy) in _TRACKING:
-        return strategy.unchanged_prefix  # type: ignore[attr-defined, no-any-return]
-    return None
-
-
-class ToolResultStrategy(BaseStrategy):
+class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
     """Base: subclasses say how one older tool result is condensed."""
 
     # Keeps one message per message, in order: may come before another pipeline stage.
@@ -55,11 +33,6 @@ class ToolResultStrategy(BaseStrategy):
         self._shown: list[Message] = []
         self._results: list[int] = []  # history indices of tool results
         self._condensed_upto = 0  # results before this position in _results are condensed
-        # Where _shown changed since the last window, and that window's length
-        # (None: it was cut to the budget); see unchanged_prefix.
-        self._first_changed = 0
-        self._last_whole: int | None = None
-        self.unchanged_prefix: int | None = None
 
     def params(self) -> dict[str, Any]:
         return {"keep_last": self.keep_last, "budget_tokens": self.budget_tokens}
@@ -74,20 +47,11 @@ class ToolResultStrategy(BaseStrategy):
         whole_from = max(len(self._results) - self.keep_last, 0)
         for index in self._results[self._condensed_upto : whole_from]:
             self._shown[index] = self.condense(index, self.history[index])
-            self._first_changed = min(self._first_changed, index)
+            self._changed(index)
         self._condensed_upto = max(self._condensed_upto, whole_from)
         shown = list(self._shown)
         messages = fit_budget(shown, self.budget_tokens, self.count_tokens)
-        # How many leading messages are the very objects of the previous
-        # window: known here without comparing them, so replaying a long
-        # session does not cost every request its whole window.
-        whole = messages is shown
-        self.unchanged_prefix = (
-            min(self._first_changed, self._last_whole)
-            if whole and self._last_whole is not None
-            else None
-        )
-        self._first_changed, self._last_whole = len(shown), len(shown) if whole else None
+        self._window_built(len(shown), whole=messages is shown)
         return Window(messages=messages)
 
     def revise(self, index: int, message: Message) -> None:
@@ -95,13 +59,13 @@ class ToolResultStrategy(BaseStrategy):
         position = bisect.bisect_left(self._results, index)
         condensed = position < self._condensed_upto and self._results[position] == index
         self._shown[index] = self.condense(index, message) if condensed else message
-        self._first_changed = min(self._first_changed, index)
+        self._changed(index)
 
     def end_session(self) -> None:
         super().end_session()
         self._shown = list(self.history)  # the new chat's history: its system prompt
         self._results, self._condensed_upto = [], 0
-        self._first_changed = 0
+        self._changed(0)
 
     def condense(self, index: int, message: Message) -> Message:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -17,8 +17,9 @@ from typing import Any
 from .base import Message, content_text
 from .pruning import PruneRules, prune
 from .registry import register_strategy
-from .tool_results import ToolResultStrategy, tracks_unchanged_prefix
+from .tool_results import ToolResultStrategy
 from .turns import require_at_least
+from .unchanged_prefix import tracks_unchanged_prefix
 
 CAPPED = "\n[… output capped at {cap} tokens; {n} more characters not shown …]"
 

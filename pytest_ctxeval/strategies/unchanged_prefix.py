@@ -1,0 +1,54 @@
+"""How much of each window a strategy builds is the very objects of the window
+it built before: replay and pipelines then look at the rest only, so a long
+session costs its new messages, not turns x messages.
+
+A strategy that builds each window from one list it keeps (its history, or
+the messages as it shows them) and changes that list in place can know this
+without comparing: it notes each message it replaces.  Only the built-in
+strategies marked with ``tracks_unchanged_prefix`` are taken at their word,
+and only as they are: a subclass, or a wrapper, may edit the window after.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+T = TypeVar("T")
+
+_TRACKING: set[type] = set()
+
+
+def tracks_unchanged_prefix(cls: type[T]) -> type[T]:
+    """Class decorator of a built-in strategy that keeps ``unchanged_prefix`` true."""
+    _TRACKING.add(cls)
+    return cls
+
+
+def unchanged_prefix_of(strategy: object) -> int | None:
+    """How many leading messages of the window ``strategy`` built last are
+    the very objects of the window it built before, when it is one of the
+    marked strategies itself; None when that is not known."""
+    if type(strategy) in _TRACKING:
+        return strategy.unchanged_prefix  # type: ignore[attr-defined, no-any-return]
+    return None
+
+
+class TracksUnchangedPrefix:
+    """Mixin: note each replaced message (``_changed``) and each window built
+    (``_window_built``); ``unchanged_prefix`` follows."""
+
+    unchanged_prefix: int | None = None
+    _first_changed = 0  # the first message replaced since the last window
+    _last_whole: int | None = None  # that window's length; None: it was cut
+
+    def _changed(self, index: int) -> None:
+        self._first_changed = min(self._first_changed, index)
+
+    def _window_built(self, length: int, *, whole: bool = True) -> None:
+        """A window of the kept list's ``length`` messages, all of them
+        (``whole``) or cut (to a budget: then nothing is claimed)."""
+        last = self._last_whole
+        self.unchanged_prefix = (
+            min(self._first_changed, last) if whole and last is not None else None
+        )
+        self._first_changed, self._last_whole = length, length if whole else None
