@@ -247,8 +247,13 @@ class ControllerHooks:
             self.config.add_cleanup(lambda: remove_folder(folder))
         node.workerinput[WORKER_INPUT_KEY] = str(self.parsed_dir)
 
+    @property
+    def runs_workers(self) -> bool:
+        """Whether this process is the controller of xdist workers."""
+        return self.config.pluginmanager.has_plugin("dsession")
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.config.pluginmanager.has_plugin("dsession"):
+        if self.runs_workers:
             # Under xdist this process only waits for the workers' reports:
             # it loads the report's libraries (pandas, jinja2) meanwhile,
             # instead of after the last item.
@@ -327,7 +332,7 @@ class ControllerHooks:
             self.ctx.check_outputs()
             self.ctx.will_record = True
             session.exitstatus = pytest.ExitCode.OK
-        if self.parsed_dir is None:
+        if not self.runs_workers:
             self.written = self.ctx.finish()
             result = yield
         else:
