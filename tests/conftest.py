@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +158,30 @@ def summary_line(result: pytest.RunResult, strategy: str) -> str:
     lines = [line for line in result.outlines if pattern.match(line)]
     assert len(lines) == 1, f"expected one summary line for {strategy}: {result.outlines}"
     return lines[0]
+
+
+def twin_windows(
+    make: Callable[[], Any],
+    forget: Callable[[Any], None],
+    sessions: Iterable[tuple[list[dict[str, Any]], Iterable[int]]],
+    revise_at: int,
+) -> Iterator[tuple[int, Any, Any]]:
+    """(message index, window, twin's window) after each message of each
+    (messages, new-chat starts) session, fed to a strategy and to a twin
+    that ``forget`` makes build its next window from the whole history.  At
+    ``revise_at`` both get a pipeline's revision of message 3."""
+    from pytest_ctxeval.strategies.invariants import oracle_context
+
+    for messages, starts in sessions:
+        extending, afresh = make(), make()
+        for strategy in (extending, afresh):
+            strategy.setup(oracle_context())
+        for index, message in enumerate(messages):
+            for strategy in (extending, afresh):
+                if index in starts:
+                    strategy.end_session()
+                strategy.add(dict(message))
+                if index == revise_at:  # a pipeline's earlier stage condenses a message
+                    strategy.revise(3, {**strategy.history[3], "content": "condensed"})
+            forget(afresh)
+            yield index, extending.window(), afresh.window()

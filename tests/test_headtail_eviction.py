@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import by_key
+from conftest import by_key, twin_windows
 
 from pytest_ctxeval.strategies.base import Message, approximate_tokens, messages_tokens
 from pytest_ctxeval.strategies.headtail import INDEX_INTRO, HeadTailStrategy
@@ -213,7 +213,6 @@ def test_a_window_built_on_the_previous_one_is_the_window_built_afresh(
     # same, through repeated calls and messages (hygiene), evictions, a
     # pipeline's revision and new chats.
     from pytest_ctxeval.strategies.invariant_sessions import multi_chat_session, tool_session
-    from pytest_ctxeval.strategies.invariants import oracle_context
 
     again = tool_turn(8, "the file, read again " * 30)
     again[1]["tool_calls"][0]["function"]["arguments"] = json.dumps({"turn": 7})  # same call
@@ -226,19 +225,13 @@ def test_a_window_built_on_the_previous_one_is_the_window_built_afresh(
         {"role": "user", "content": "Thanks."},
     ]
     multi = multi_chat_session()
-    for messages, starts in ((repeated, ()), (multi.messages, multi.chat_starts)):
-        extending, afresh = HeadTailStrategy(**params), HeadTailStrategy(**params)
-        for strategy in (extending, afresh):
-            strategy.setup(oracle_context())
-        for index, message in enumerate(messages):
-            for strategy in (extending, afresh):
-                if index in starts:
-                    strategy.end_session()
-                strategy.add(dict(message))
-            if index == 12:  # a pipeline's earlier stage condenses a message
-                for strategy in (extending, afresh):
-                    strategy.revise(3, {**strategy.history[3], "content": "condensed"})
-            afresh._built = None
-            mine, theirs = extending.window(), afresh.window()
-            assert mine.messages == theirs.messages, f"message {index}"
-            assert mine.tools == theirs.tools and mine.retrievable == theirs.retrievable
+    sessions = [(repeated, ()), (multi.messages, multi.chat_starts)]
+
+    def forget(strategy: HeadTailStrategy) -> None:
+        strategy._built = None
+
+    for index, mine, theirs in twin_windows(
+        lambda: HeadTailStrategy(**params), forget, sessions, revise_at=12
+    ):
+        assert mine.messages == theirs.messages, f"message {index}"
+        assert mine.tools == theirs.tools and mine.retrievable == theirs.retrievable

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import twin_windows
 
 from pytest_ctxeval import redact
 from pytest_ctxeval.evaluate import simulate as simulate_module
@@ -330,22 +331,15 @@ def test_truncate_built_on_its_previous_windows_is_truncate_built_afresh(
     # Each window scans only the messages since the previous one; a twin
     # that forgets before every window must see the same, through tool
     # calls, a pipeline's revision and new chats.
-    from pytest_ctxeval.strategies.invariants import oracle_context
     from pytest_ctxeval.strategies.truncate import TruncateStrategy
 
-    for messages, starts in _tool_result_sessions():
-        extending, afresh = TruncateStrategy(**params), TruncateStrategy(**params)
-        for strategy in (extending, afresh):
-            strategy.setup(oracle_context())
-        for index, message in enumerate(messages):
-            for strategy in (extending, afresh):
-                if index in starts:
-                    strategy.end_session()
-                strategy.add(dict(message))
-                if index == 9:  # a pipeline's earlier stage condenses a message
-                    strategy.revise(3, {**strategy.history[3], "content": "condensed"})
-            afresh._forget()
-            assert extending.window().messages == afresh.window().messages, f"message {index}"
+    def forget(strategy: TruncateStrategy) -> None:
+        strategy._forget()
+
+    for index, mine, theirs in twin_windows(
+        lambda: TruncateStrategy(**params), forget, _tool_result_sessions(), revise_at=9
+    ):
+        assert mine.messages == theirs.messages, f"message {index}"
 
 
 @pytest.mark.parametrize(
