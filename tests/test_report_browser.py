@@ -89,6 +89,14 @@ def visible_rows(page: Any) -> list[list[str]]:
     )
 
 
+def filtered_to(page: Any, strategy: str) -> None:
+    """Wait for an address's filters: the page applies them on the
+    hashchange event that follows a link or a new address, a moment later."""
+    page.wait_for_function(
+        "strategy => document.getElementById('f-strategy').value === strategy", arg=strategy
+    )
+
+
 # -- a report of a real run --------------------------------------------------------------
 
 OPS = """
@@ -180,6 +188,7 @@ def test_filter_search_sort_and_drill_down(run_report: Path, browser: Browser, t
 
     # A matrix cell shows its items: the scenario and strategy filters are set.
     page.click("table.matrix a[href='#items?scenario=deploy-token&strategy=truncate']")
+    filtered_to(page, "truncate")
     assert {tuple(r[:2]) for r in visible_rows(page)} == {("deploy-token", "truncate")}
     assert page.locator("#f-scenario").is_visible()
 
@@ -200,6 +209,7 @@ def test_filter_search_sort_and_drill_down(run_report: Path, browser: Browser, t
     page.keyboard.press("Escape")
     assert not panel.is_visible()
     page.goto(run_report.as_uri() + "#items?scenario=deploy-token&strategy=headtail")
+    filtered_to(page, "headtail")
     page.locator("#items-table tbody tr:not([hidden])", has_text="token").first.click()
     assert panel.locator(".part.shortened .memory").first.inner_text() == "memory m1"
     assert panel.locator(".part.tools").count() == 1
@@ -239,6 +249,7 @@ def test_readme_screenshot(run_report: Path, browser: Browser, tmp_path: Path):
     """The desktop view with a context loss opened: what the README shows."""
     page = browser.page
     page.goto(run_report.as_uri() + "#items?scenario=deploy-token&strategy=truncate")
+    filtered_to(page, "truncate")
     page.locator("#items-table tbody tr:not([hidden])", has_text="token").first.click()
     # The page from its header; the panel from the answers down to the window.
     page.evaluate("window.scrollTo(0, 0)")
