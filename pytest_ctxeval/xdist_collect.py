@@ -180,10 +180,20 @@ class SharedParsing:
             return False
         if not pid:  # claimed a moment ago, its pid not yet written
             return True
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
+        return _process_alive(pid)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A worker that crashed stays a zombie until xdist reaps it, and
+    # kill(0) still succeeds on a zombie: Linux says so in /proc.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True

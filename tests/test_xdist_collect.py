@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,30 @@ def test_a_file_whose_parser_crashed_is_parsed_again(tmp_path: Path) -> None:
     files.hand_to(worker)
     assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
     assert sorted(files.calls) == ["a", "b"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are read from /proc")
+def test_a_claimer_that_crashed_and_was_not_reaped_holds_nobody_up(tmp_path: Path) -> None:
+    files = Files("a", "b")
+    # A crashed worker that xdist has not reaped yet: a zombie, which
+    # kill(pid, 0) still finds.
+    crashed = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        stat = Path(f"/proc/{crashed.pid}/stat")
+        deadline = time.monotonic() + 30
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never ended"
+            time.sleep(0.01)
+        (tmp_path / f"{file_key(files.paths[0])}.claim").write_text(str(crashed.pid))
+        worker = SharedParsing(tmp_path, 0)
+        files.hand_to(worker)
+        started = time.monotonic()
+        assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+        # Parsed here at once, not after the two-minute wait for a live claimer.
+        assert time.monotonic() - started < xdist_collect.WAIT_LIMIT_S / 4
+        assert sorted(files.calls) == ["a", "b"]
+    finally:
+        crashed.wait()
 
 
 def test_a_claimer_that_never_leaves_an_outcome_holds_nobody_up_for_ever(
