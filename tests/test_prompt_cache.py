@@ -3,6 +3,7 @@ here, so every figure can be worked out by hand."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -263,6 +264,41 @@ def test_each_message_is_serialised_once_however_many_requests_repeat_it(
         c.send(request)
     # The last request holds every message of the session: each was serialised once.
     assert len(calls) == len(requests[-1]) == 200
+
+
+@pytest.mark.parametrize("rules", [OPENAI, ANTHROPIC])
+def test_a_long_session_that_edits_its_window_is_priced_as_if_each_request_were_new(
+    rules: CacheRules,
+) -> None:
+    """Requests share their leading blocks with the request before (by chunks
+    of the lists); over 800 messages that rewrite one near the end, now
+    and then one deep in, and fork, every figure matches requests whose
+    messages are all fresh copies (nothing shared)."""
+    rng = random.Random(11)
+    window: list[Message] = [msg("system", 40)]
+    shared, fresh = cache(rules), cache(rules)
+    read = 0
+    forks: list[tuple[PromptCache, PromptCache, list[Message]]] = []
+    for turn in range(400):
+        window = [*window, msg("user", rng.randint(1, 30)), msg("assistant", 5)]
+        if turn % 3 == 0 and len(window) > 4:  # prune a result near the end, like toolprune
+            at = len(window) - rng.randint(2, 4)
+            window[at] = msg(window[at]["role"], 1, f"pruned{turn}")
+        if turn % 97 == 0 and len(window) > 300:  # now and then an edit deep in the window
+            at = rng.randint(1, len(window) - 1)
+            window[at] = msg(window[at]["role"], 2, f"edited{turn}")
+        seconds = turn * 20.0
+        use = shared.send(window, at_s=seconds)
+        assert use == fresh.send([dict(m) for m in window], at_s=seconds), turn
+        read += use.cached_tokens
+        if turn in (200, 330):
+            forks.append((shared.fork(), fresh.fork(), list(window)))
+    for shared_fork, fresh_fork, at_fork in forks:
+        longer = [*at_fork, msg("user", 3)]
+        use = shared_fork.send(longer, at_s=12_000.0)
+        assert use == fresh_fork.send([dict(m) for m in longer], at_s=12_000.0)
+    assert shared.break_count == fresh.break_count > 0
+    assert read > 0
 
 
 def test_peek_does_not_change_the_cache() -> None:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import content_text, identical_prefix_length
+from .prefix_list import PrefixList
 
 Message = dict[str, Any]
 Tools = Sequence[dict[str, Any]]
@@ -148,10 +149,11 @@ class _Request:
 
     tools: Tools
     tools_key: bytes
-    messages: list[Message]
-    digests: list[bytes]  # per message
-    hashes: list[bytes]  # boundary i = tools + messages[:i]; len(messages) + 1 entries
-    tokens: list[int]  # tokens of the prefix at boundary i
+    # PrefixLists: a request shares the leading items of the one before.
+    messages: PrefixList[Message]
+    digests: PrefixList[bytes]  # per message
+    hashes: PrefixList[bytes]  # boundary i = tools + messages[:i]; len(messages) + 1 entries
+    tokens: PrefixList[int]  # tokens of the prefix at boundary i
     prompt_tokens: int
     # Leading messages that are the very objects the previous request sent.
     shared: int = 0
@@ -180,7 +182,7 @@ class PromptCache:
     # window keeps one entry, and storing a request costs nothing per
     # message it repeats.  (A later request that extends the previous one
     # appends to the previous one's lists, hence the count.)
-    _prompts: list[tuple[list[bytes], int, float]] = field(default_factory=list)
+    _prompts: list[tuple[PrefixList[bytes], int, float]] = field(default_factory=list)
     # Whether the previous request's lists are this cache's alone to extend
     # (a fork shares them with its original: then both copy).
     _previous_owned: bool = True
@@ -261,13 +263,15 @@ class PromptCache:
     ) -> _Request:
         """``extend``: a request that only adds messages to the previous one
         may take over its lists and append to them (the previous request is
-        not needed any more), so that it costs its new messages only."""
+        not needed any more).  Otherwise it shares the previous one's leading
+        items.  Either way it costs its new messages only."""
         tools_key, tools_hash, tool_tokens = self._tools_block(tools)
         previous = self._previous
         if previous is None or previous.tools_key != tools_key:
             shared = 0
-            sent: list[Message] = list(messages)
-            digests, hashes, tokens = [], [tools_hash], [tool_tokens]
+            sent: PrefixList[Message] = PrefixList()
+            digests: PrefixList[bytes] = PrefixList()
+            hashes, tokens = PrefixList([tools_hash]), PrefixList([tool_tokens])
         else:
             if identical is None:
                 identical = identical_prefix_length(previous.messages, messages)
@@ -275,17 +279,22 @@ class PromptCache:
             if extend and shared == len(previous.messages):
                 sent, digests, hashes = previous.messages, previous.digests, previous.hashes
                 tokens = previous.tokens
-                sent.extend(messages[shared:])
             else:
-                sent = list(messages)
-                digests, hashes = previous.digests[:shared], previous.hashes[: shared + 1]
-                tokens = previous.tokens[: shared + 1]
-        for message in messages[shared:]:
+                sent, digests = previous.messages.prefix(shared), previous.digests.prefix(shared)
+                hashes, tokens = (
+                    previous.hashes.prefix(shared + 1),
+                    previous.tokens.prefix(shared + 1),
+                )
+        new = messages[shared:]
+        sent.extend(new)
+        last_hash, last_tokens = hashes[-1], tokens[-1]
+        for message in new:
             digest, count = self._message_block(message)
+            last_hash, last_tokens = _chain(last_hash, digest), last_tokens + count
             digests.append(digest)
-            hashes.append(_chain(hashes[-1], digest))
-            tokens.append(tokens[-1] + count)
-        prompt = tokens[-1] + self.request_overhead
+            hashes.append(last_hash)
+            tokens.append(last_tokens)
+        prompt = last_tokens + self.request_overhead
         return _Request(tools, tools_key, sent, digests, hashes, tokens, prompt, shared)
 
     def _tools_block(self, tools: Tools) -> tuple[bytes, bytes, int]:
@@ -356,17 +365,11 @@ class PromptCache:
         hashes = request.hashes
         best: int | None = None
         for stored, length, until in self._prompts:
-            if until < now or stored[0] != hashes[0]:
+            if until < now:
                 continue
-            low, high = 0, min(length, len(hashes)) - 1
-            while low < high:
-                middle = (low + high + 1) // 2
-                if stored[middle] == hashes[middle]:
-                    low = middle
-                else:
-                    high = middle - 1
-            if best is None or low > best:
-                best = low
+            agree = stored.last_agreeing(hashes, length)
+            if agree >= 0 and (best is None or agree > best):
+                best = agree
         return best
 
     def _breakpoints(self, request: _Request) -> list[int]:
@@ -406,9 +409,12 @@ class PromptCache:
         if previous.tools_key != request.tools_key:
             same = _canonical(list(previous.tools)) == _canonical(list(request.tools))
             return CacheBreak(self.requests, None, "tool_key_order" if same else "tool_changed")
-        limit = min(len(previous.digests), len(request.digests))
         index = request.shared  # the same objects: the same bytes
-        while index < limit and previous.digests[index] == request.digests[index]:
+        for before, after in zip(
+            previous.digests.iter_from(index), request.digests.iter_from(index), strict=False
+        ):
+            if before != after:
+                break
             index += 1
         if index == len(previous.digests):
             return None  # the earlier request is a prefix of this one
@@ -428,9 +434,9 @@ def _message_reason(previous: _Request, request: _Request, index: int) -> str:
             return "whitespace"
         if _only_time_differs(old, new):
             return "timestamp"
-    if previous.digests[index] in set(request.digests[index + 1 :]):
+    if previous.digests[index] in set(request.digests.iter_from(index + 1)):
         return "message_inserted"  # the earlier message is still there, further on
-    if request.digests[index] in set(previous.digests[index + 1 :]):
+    if request.digests[index] in set(previous.digests.iter_from(index + 1)):
         return "message_removed"  # the window goes on with a message that came after it
     return "message_edited"
 
