@@ -169,10 +169,16 @@ def fork_strategy(strategy: ContextStrategy) -> ContextStrategy:
 
 def split_system(messages: list[Message]) -> tuple[list[Message], list[Message]]:
     """Leading system messages, and the rest."""
+    i = system_length(messages)
+    return messages[:i], messages[i:]
+
+
+def system_length(messages: list[Message]) -> int:
+    """How many system messages lead ``messages``."""
     i = 0
     while i < len(messages) and messages[i].get("role") == "system":
         i += 1
-    return messages[:i], messages[i:]
+    return i
 
 
 def tool_call_ids(message: Message) -> list[str]:

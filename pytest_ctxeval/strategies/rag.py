@@ -13,9 +13,10 @@ loses the timeline around it.
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import Any
 
-from .base import Message, Window, split_system
+from .base import Message, Window, split_system, system_length
 from .registry import register_strategy
 from .retrieval import SearchIndex, make_index
 from .turns import (
@@ -72,18 +73,23 @@ class RagStrategy(TracksUserTurns):
         return params
 
     def window(self) -> Window:
-        system, rest = split_system(self.history)
-        starts = self.turn_starts(len(system))
-        cut = starts[-self.keep_turns] if len(starts) > self.keep_turns else 0
-        self._index(rest, starts, cut)
-        hits = sorted(self.index.search(last_user_text(rest), self.k)) if self.chunks else []
+        # Positions in the history, not copies of it: a window costs the turns
+        # it shows and the turns newly evicted, not the whole session.
+        history, offset = self.history, system_length(self.history)
+        user_at = self._user_at
+        cut = user_at[-self.keep_turns] - offset if len(user_at) > self.keep_turns else 0
+        self._index(history, offset, user_at, cut)
+        hits = sorted(self.index.search(last_user_text(history), self.k)) if self.chunks else []
         self.last_hits = hits
         injected: list[Message] = []
         if hits:
             blocks = [f"[turn {self.chunks[i][0]}]\n{self.chunks[i][1]}" for i in hits]
             injected = [{"role": "user", "content": "\n\n".join([RETRIEVED_HEADER, *blocks])}]
         messages = fit_budget(
-            system + injected + rest[cut:], self.budget_tokens, self.count_tokens, len(injected)
+            history[:offset] + injected + history[offset + cut :],
+            self.budget_tokens,
+            self.count_tokens,
+            len(injected),
         )
         # Every indexed chunk is retrievable; fact survival looks at the visible
         # messages first, so the injected ones still count as visible.
@@ -94,20 +100,27 @@ class RagStrategy(TracksUserTurns):
         retrieve from it."""
         rest = split_system(self.history)[1]
         starts = user_starts(rest)
-        self._index(rest, starts, len(rest))
+        self._index(rest, 0, starts, len(rest))
         self.turn_offset += len(starts)
         self.indexed = 0
         super().end_session()
 
-    def _index(self, rest: list[Message], starts: list[int], cut: int) -> None:
-        """Add the turns evicted since the last call, each in chunks."""
+    def _index(self, messages: list[Message], offset: int, user_at: list[int], cut: int) -> None:
+        """Add the turns evicted since the last call, each in chunks.  The
+        session is ``messages`` from ``offset`` on (after the system prompt);
+        ``indexed`` and ``cut`` count from there, ``user_at`` (ascending)
+        from the start of ``messages``."""
         if cut <= self.indexed:
             return
-        bounds = sorted({self.indexed, *(s for s in starts if self.indexed < s < cut), cut})
-        for begin, end in zip(bounds, bounds[1:], strict=False):
+        low = bisect.bisect_right(user_at, offset + self.indexed)
+        high = bisect.bisect_left(user_at, offset + cut)
+        bounds = [self.indexed, *(start - offset for start in user_at[low:high]), cut]
+        for begin, end in itertools.pairwise(bounds):
             # 1-based (0 before the first user message of the first chat).
-            turn = self.turn_offset + bisect.bisect_right(starts, begin)  # starts ascend
-            for chunk in chunks(transcript(rest[begin:end]), self.chunk_chars):
+            turn = self.turn_offset + bisect.bisect_right(user_at, offset + begin)
+            for chunk in chunks(
+                transcript(messages[offset + begin : offset + end]), self.chunk_chars
+            ):
                 self.index.add(chunk)
                 self.chunks.append((turn, chunk))
                 self.texts.append(chunk)

@@ -85,6 +85,12 @@ class BM25Index:
         # The k best, ties to the later document: the most recent statement
         # of a fact wins.  lexsort orders by score, then document number.
         candidates = np.flatnonzero(scores > 0)
+        if len(candidates) > k:
+            # Only documents scoring at least the k-th best can be among the
+            # k best: partitioning finds that score without sorting them all.
+            found = scores[candidates]
+            kth = np.partition(found, len(found) - k)[len(found) - k]
+            candidates = candidates[found >= kth]
         order = np.lexsort((candidates, scores[candidates]))
         return [int(doc) for doc in candidates[order[::-1][:k]]]
 
