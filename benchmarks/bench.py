@@ -292,25 +292,61 @@ def xdist_scaling() -> None:
 def pytest_seconds(cwd: Path, *args: str) -> float:
     """Wall time of one ``pytest`` run in ``cwd`` (outputs to the temporary folder)."""
     start = time.perf_counter()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--ctx-fail-on=never",
-            f"--ctx-results={cwd / 'out' / 'results.jsonl'}",
-            f"--ctx-report={cwd / 'out' / 'report.html'}",
-            *args,
-        ],
-        cwd=cwd,
-        capture_output=True,
-        env=ENV,
-        check=False,
-    )
+    subprocess.run(pytest_command(cwd, "out", *args), cwd=cwd, capture_output=True, env=ENV)
     return time.perf_counter() - start
+
+
+def pytest_command(cwd: Path, out: str, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--ctx-fail-on=never",
+        f"--ctx-results={cwd / out / 'results.jsonl'}",
+        f"--ctx-report={cwd / out / 'report.html'}",
+        *args,
+    ]
+
+
+def two_shards_at_once(cwd: Path, *args: str) -> float:
+    """Wall time of shards 1/2 and 2/2 run as two plain processes at once:
+    what a two-way split gives on this machine with no coordination at all
+    (each process pays the whole fixed start)."""
+    start = time.perf_counter()
+    shards = [
+        subprocess.Popen(
+            pytest_command(cwd, f"shard{i}", "-p", "no:xdist", f"--ctx-shard={i}/2", *args),
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=ENV,
+        )
+        for i in (1, 2)
+    ]
+    for shard in shards:
+        shard.wait()
+    return time.perf_counter() - start
+
+
+def cpu_loops_at_once() -> float:
+    """How much faster two copies of a CPU-bound loop finish than one after
+    the other: the most any two-process run can gain on this machine."""
+    loop = "sum(i * i for i in range(6_000_000))"
+    command = [sys.executable, "-c", loop]
+
+    def wall(copies: int) -> float:
+        start = time.perf_counter()
+        running = [subprocess.Popen(command, env=ENV) for _ in range(copies)]
+        for process in running:
+            process.wait()
+        return time.perf_counter() - start
+
+    one = min(wall(1) for _ in range(3))
+    both = min(wall(2) for _ in range(3))
+    return 2 * one / both
 
 
 def pairs_project(tmp: Path, pairs: int, count: int) -> Path:
@@ -440,11 +476,15 @@ def xdist_workloads() -> None:
         for name, (project, extra) in runs.items():
             serial = min(pytest_seconds(project, "-p", "no:xdist", *extra) for _ in range(2))
             parallel = min(pytest_seconds(project, "-n", "2", *extra) for _ in range(2))
+            split = min(two_shards_at_once(project, *extra) for _ in range(2))
             print(
                 f"  {name:<30} {serial:5.1f} s serial, {parallel:5.1f} s with -n 2 "
-                f"({serial / parallel:.2f}x, target >= 1.8x)"
+                f"({serial / parallel:.2f}x, target >= 1.8x); "
+                f"two shards at once {split:5.1f} s ({serial / split:.2f}x)"
             )
+    print(f"  two CPU-bound loops at once: {cpu_loops_at_once():.2f}x of one after the other")
     print("  reproduce: time pytest -q -p no:xdist; time pytest -q -n 2")
+    print("             time (pytest -q --ctx-shard=1/2 & pytest -q --ctx-shard=2/2; wait)")
 
 
 def locomo_sized() -> None:
