@@ -88,9 +88,9 @@ class BM25Index:
         if len(candidates) > k:
             # Only documents scoring at least the k-th best can be among the
             # k best: partitioning finds that score without sorting them all.
-            found = scores[candidates]
-            kth = np.partition(found, len(found) - k)[len(found) - k]
-            candidates = candidates[found >= kth]
+            positive = scores[candidates]
+            kth = np.partition(positive, len(positive) - k)[len(positive) - k]
+            candidates = candidates[positive >= kth]
         order = np.lexsort((candidates, scores[candidates]))
         return [int(doc) for doc in candidates[order[::-1][:k]]]
 
