@@ -311,23 +311,30 @@ def pytest_command(cwd: Path, out: str, *args: str) -> list[str]:
     ]
 
 
-def two_shards_at_once(cwd: Path, *args: str) -> float:
-    """Wall time of shards 1/2 and 2/2 run as two plain processes at once:
-    what a two-way split gives on this machine with no coordination at all
-    (each process pays the whole fixed start)."""
+def two_halves_at_once(cwd: Path, *args: str) -> float:
+    """Wall time of two plain processes at once, each on half the scenario
+    files (balanced by size): what a two-way split gives on this machine
+    with no coordination at all, each process paying the whole fixed start."""
+    halves: tuple[list[str], list[str]] = ([], [])
+    sizes = [0, 0]
+    files = sorted((cwd / "scenarios").glob("*.yaml"), key=lambda f: -f.stat().st_size)
+    for file in files:
+        lighter = sizes.index(min(sizes))
+        halves[lighter].append(str(file.relative_to(cwd)))
+        sizes[lighter] += file.stat().st_size
     start = time.perf_counter()
-    shards = [
+    running = [
         subprocess.Popen(
-            pytest_command(cwd, f"shard{i}", "-p", "no:xdist", f"--ctx-shard={i}/2", *args),
+            pytest_command(cwd, f"half{i}", "-p", "no:xdist", *args, *half),
             cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=ENV,
         )
-        for i in (1, 2)
+        for i, half in enumerate(halves)
     ]
-    for shard in shards:
-        shard.wait()
+    for process in running:
+        process.wait()
     return time.perf_counter() - start
 
 
@@ -476,15 +483,15 @@ def xdist_workloads() -> None:
         for name, (project, extra) in runs.items():
             serial = min(pytest_seconds(project, "-p", "no:xdist", *extra) for _ in range(2))
             parallel = min(pytest_seconds(project, "-n", "2", *extra) for _ in range(2))
-            split = min(two_shards_at_once(project, *extra) for _ in range(2))
+            split = min(two_halves_at_once(project, *extra) for _ in range(2))
             print(
                 f"  {name:<30} {serial:5.1f} s serial, {parallel:5.1f} s with -n 2 "
                 f"({serial / parallel:.2f}x, target >= 1.8x); "
-                f"two shards at once {split:5.1f} s ({serial / split:.2f}x)"
+                f"two halves at once {split:5.1f} s ({serial / split:.2f}x)"
             )
     print(f"  two CPU-bound loops at once: {cpu_loops_at_once():.2f}x of one after the other")
     print("  reproduce: time pytest -q -p no:xdist; time pytest -q -n 2")
-    print("             time (pytest -q --ctx-shard=1/2 & pytest -q --ctx-shard=2/2; wait)")
+    print("             time (pytest -q FILES-1 & pytest -q FILES-2; wait)")
 
 
 def locomo_sized() -> None:
