@@ -237,6 +237,7 @@ class ControllerHooks:
         self.other_failures = 0
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
+        self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -286,12 +287,24 @@ class ControllerHooks:
             return None
         from .xdist_runs import ScenarioScheduling
 
-        return ScenarioScheduling(config, log, self._is_probe)
+        return ScenarioScheduling(config, log, self._is_probe, self._session_size)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         if self._is_probe(crashitem):
             self.ctx.add_crash_record(crashitem, str(report.longrepr))
+
+    def _session_size(self, scope: str) -> int | None:
+        """The characters of a scenario's session (``path::scenario``), as the
+        worker that parsed its file noted them; None when not known."""
+        if self.parsed_dir is None or "::" not in scope:
+            return None
+        from .xdist_collect import scenario_sizes
+
+        path, _, scenario = scope.partition("::")
+        if path not in self._sizes:
+            self._sizes[path] = scenario_sizes(self.parsed_dir, self.config.rootpath / path)
+        return self._sizes[path].get(scenario)
 
     def _is_probe(self, nodeid: str) -> bool:
         """``path::scenario::probe[strategy]`` in a scenario file."""

@@ -18,12 +18,14 @@ and they finish at about the same time.
 An outcome is the same data whoever parsed it, so every worker collects the
 same scenarios and reports the same problems.  Nothing is shared in a run
 without xdist.  The controller learns from the folder which files the
-workers took as scenario files, without reading any of them.
+workers took as scenario files, and how long each scenario's session is,
+without reading any of them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import shutil
@@ -68,6 +70,22 @@ def file_key(path: Path | str) -> str:
 def was_parsed(folder: Path, path: Path | str) -> bool:
     """Whether a worker collected ``path`` as a scenario file in this run."""
     return (folder / f"{file_key(path)}.scenario").exists()
+
+
+def scenario_sizes(folder: Path, path: Path | str) -> dict[str, int]:
+    """The characters of each scenario's session in ``path``, by scenario id,
+    as the worker that parsed it noted them; empty when none were noted."""
+    try:
+        sizes = json.loads((folder / f"{file_key(path)}.scenario").read_text() or "{}")
+    except (OSError, ValueError):
+        return {}
+    return sizes if isinstance(sizes, dict) else {}
+
+
+def _sizes(conversations: list[Conversation]) -> dict[str, int]:
+    from .messages import content_text
+
+    return {c.id: sum(len(content_text(m)) for m in c.messages) for c in conversations}
 
 
 class SharedParsing:
@@ -147,8 +165,11 @@ class SharedParsing:
         except Exception:  # noqa: BLE001 - something unpicklable: each worker parses it
             data = pickle.dumps(_NO_OUTCOME)
         try:
-            if outcome[0] == "problems" or outcome[1] is not None:
-                (self.folder / f"{key}.scenario").touch()  # for the controller: see was_parsed
+            kind, value = outcome
+            if kind == "problems" or value is not None:
+                # For the controller: see was_parsed, and scenario_sizes.
+                sizes = _sizes(value) if kind == "scenarios" else {}
+                (self.folder / f"{key}.scenario").write_text(json.dumps(sizes))
             partial = self.folder / f"{key}.{os.getpid()}.partial"
             partial.write_bytes(data)
             os.replace(partial, self.folder / f"{key}.outcome")  # all of it or nothing

@@ -7,10 +7,13 @@ evaluate.runner); spread over two workers, both would simulate it and ask
 every probe.  The strategies of one scenario share what a worker works out
 once per scenario: the tokens of its texts, the oracle's reading of them and
 the full-context ground truth of each probe; kept together, no two workers
-work them out twice.  xdist hands out the biggest scenarios first, so they
-still balance well.  Items that are not probes are scheduled one by one, as
-``--dist load`` schedules them.  An explicit other ``--dist`` mode is left
-alone."""
+work them out twice.
+
+Scenarios go out biggest first, by their items times the length of their
+session (as the workers that parsed them noted it): a long scenario handed
+out last would leave one worker busy while the other waits.  Items that are
+not probes are scheduled one by one, as ``--dist load`` schedules them,
+after the scenarios.  An explicit other ``--dist`` mode is left alone."""
 
 from __future__ import annotations
 
@@ -32,12 +35,28 @@ def scenario_scope(nodeid: str, is_probe: Callable[[str], bool]) -> str:
 
 
 class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
-    def __init__(self, config: Any, log: Any, is_probe: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        config: Any,
+        log: Any,
+        is_probe: Callable[[str], bool],
+        session_size: Callable[[str], int | None] = lambda scope: None,
+    ) -> None:
+        """``session_size``: the characters of a scenario's session, by its
+        scope, or None when it is not known."""
         super().__init__(config, log)
         self._is_probe = is_probe
+        self._session_size = session_size
+        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         return scenario_scope(nodeid, self._is_probe)
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if not self._ordered:  # the queue is complete before the first unit goes out
+            self._ordered = True
+            biggest_first(self.workqueue, self._session_size)
+        super()._assign_work_unit(node)
 
     def remove_node(self, node: Any) -> str | None:
         """As ``--dist load`` does: the item a crashed worker was running is
@@ -58,3 +77,23 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
                 unit[crashed] = True
         super().remove_node(node)
         return crashed
+
+
+def biggest_first(
+    queue: dict[str, dict[str, bool]], session_size: Callable[[str], int | None]
+) -> None:
+    """Reorder ``queue`` (scope -> items) in place: the scopes whose size is
+    known, most work first (items x session size; ties keep their order),
+    then the others as they were."""
+    sized = []
+    unsized = []
+    for scope, items in queue.items():
+        size = session_size(scope)
+        if size is None:
+            unsized.append((scope, items))
+        else:
+            sized.append((len(items) * size, scope, items))
+    sized.sort(key=lambda entry: -entry[0])
+    ordered = [(scope, items) for _, scope, items in sized] + unsized
+    queue.clear()
+    queue.update(ordered)

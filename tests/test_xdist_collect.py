@@ -4,6 +4,7 @@ and report the same problems."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,7 +15,13 @@ import pytest
 
 from pytest_ctxeval import xdist_collect
 from pytest_ctxeval.scenario.errors import Problem, ScenarioError
-from pytest_ctxeval.xdist_collect import SharedParsing, file_key, make_folder, was_parsed
+from pytest_ctxeval.xdist_collect import (
+    SharedParsing,
+    file_key,
+    make_folder,
+    scenario_sizes,
+    was_parsed,
+)
 
 SCENARIO = """
     id: {name}
@@ -74,6 +81,17 @@ def test_a_broken_file_is_reported_with_its_line_once_parsed_elsewhere(ctx) -> N
 # -- two workers in one process, sharing one folder ---------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class FakeScenario:
+    id: str
+    messages: tuple[dict[str, str], ...]
+
+
+def fake(name: str) -> FakeScenario:
+    """A file's one scenario: its session is as many characters long as the name."""
+    return FakeScenario(f"{name}-scenario", ({"role": "user", "content": name},))
+
+
 class Files:
     """Fake scenario files: parsing one returns its name's scenarios and counts the call."""
 
@@ -83,7 +101,7 @@ class Files:
         self.calls: list[str] = []
 
     def parser(self, path: Path):  # type: ignore[no-untyped-def]
-        def parse() -> list[str] | None:
+        def parse() -> list[FakeScenario] | None:
             self.calls.append(path.stem)
             if path.stem == self.data:
                 return None  # YAML, but not a scenario file
@@ -91,7 +109,7 @@ class Files:
                 raise ScenarioError([Problem(str(path), 3, 5, "expected a list")])
             if path.stem == self.buggy:
                 raise KeyError("a bug")
-            return [f"{path.stem}-scenario"]
+            return [fake(path.stem)]
 
         return parse
 
@@ -119,13 +137,20 @@ def test_workers_collect_alike_and_parse_each_file_once(tmp_path: Path) -> None:
     seen_first = files.collect(first)
     seen_second = files.collect(second)
     assert seen_first == seen_second
-    assert seen_first["a"] == ["a-scenario"]
+    assert seen_first["a"] == [fake("a")]
     assert seen_first["c"] == "/project/scenarios/c.yaml:3:5: expected a list"
     assert seen_first["d"] is None
     assert sorted(files.calls) == ["a", "b", "c", "d"]
     # The controller tells scenario files by the folder: a broken one is one, data is not.
     assert [was_parsed(tmp_path, path) for path in files.paths] == [True, True, True, False]
     assert not was_parsed(tmp_path, "/project/scenarios/other.yaml")
+    # ...and how long each scenario's session is, to hand out the longest first.
+    assert [scenario_sizes(tmp_path, path) for path in files.paths] == [
+        {"a-scenario": 1},
+        {"b-scenario": 1},
+        {},
+        {},
+    ]
 
 
 def test_workers_take_files_from_opposite_ends(tmp_path: Path) -> None:
@@ -145,7 +170,7 @@ def test_a_file_whose_parser_crashed_is_parsed_again(tmp_path: Path) -> None:
     (tmp_path / f"{file_key(files.paths[0])}.claim").write_text(ended.stdout.strip())
     worker = SharedParsing(tmp_path, 0)
     files.hand_to(worker)
-    assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+    assert files.collect(worker) == {"a": [fake("a")], "b": [fake("b")]}
     assert sorted(files.calls) == ["a", "b"]
 
 
@@ -165,7 +190,7 @@ def test_a_claimer_that_crashed_and_was_not_reaped_holds_nobody_up(tmp_path: Pat
         worker = SharedParsing(tmp_path, 0)
         files.hand_to(worker)
         started = time.monotonic()
-        assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+        assert files.collect(worker) == {"a": [fake("a")], "b": [fake("b")]}
         # Parsed here at once, not after the two-minute wait for a live claimer.
         assert time.monotonic() - started < xdist_collect.WAIT_LIMIT_S / 4
         assert sorted(files.calls) == ["a", "b"]
@@ -182,7 +207,7 @@ def test_a_claimer_that_never_leaves_an_outcome_holds_nobody_up_for_ever(
     (tmp_path / f"{file_key(files.paths[0])}.claim").write_text(str(os.getpid()))
     worker = SharedParsing(tmp_path, 0)
     files.hand_to(worker)
-    assert files.collect(worker) == {"a": ["a-scenario"], "b": ["b-scenario"]}
+    assert files.collect(worker) == {"a": [fake("a")], "b": [fake("b")]}
 
 
 def test_without_a_usable_folder_each_worker_parses_its_files(tmp_path: Path) -> None:
@@ -190,7 +215,7 @@ def test_without_a_usable_folder_each_worker_parses_its_files(tmp_path: Path) ->
     worker = SharedParsing(tmp_path / "gone", 1)
     files.hand_to(worker)
     found = files.collect(worker)
-    assert found == {"a": ["a-scenario"], "b": "/project/scenarios/b.yaml:3:5: expected a list"}
+    assert found == {"a": [fake("a")], "b": "/project/scenarios/b.yaml:3:5: expected a list"}
     assert sorted(files.calls) == ["a", "b"]
 
 
@@ -201,8 +226,8 @@ def test_a_bug_while_parsing_is_raised_where_its_file_is_collected(tmp_path: Pat
     files.hand_to(second)
     # Each worker's error belongs to file a, not to the file it was collecting
     # when it parsed a ahead of time.
-    assert files.collect(first) == {"a": "bug: 'a bug'", "b": ["b-scenario"]}
-    assert files.collect(second) == {"a": "bug: 'a bug'", "b": ["b-scenario"]}
+    assert files.collect(first) == {"a": "bug: 'a bug'", "b": [fake("b")]}
+    assert files.collect(second) == {"a": "bug: 'a bug'", "b": [fake("b")]}
 
 
 def test_the_folder_is_private_to_its_user() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from pytest_ctxeval.xdist_runs import scenario_scope
+from pytest_ctxeval.xdist_runs import biggest_first, scenario_scope
 
 # Probes of one run come one strategy after another in the item order, so
 # xdist's plain load scheduling would cut runs in half between the workers.
@@ -61,3 +61,52 @@ def test_an_explicit_dist_mode_is_kept(ctx) -> None:  # type: ignore[no-untyped-
     result = ctx.run("-n", "2", "--dist", "loadfile", "-v", f"--ctx-strategy={STRATEGIES}")
     used = {m[1] for line in result.outlines if (m := WORKER_LINE.match(line.strip()))}
     assert len(used) == 1  # loadfile: one file, one worker
+
+
+def test_the_scenario_with_the_most_work_is_handed_out_first() -> None:
+    queue = {
+        "s/a.yaml::short": {"a[full]": False, "a[sliding]": False},
+        "tests/test_x.py::test_y": {"tests/test_x.py::test_y": False},
+        "s/b.yaml::long": {"b[full]": False},
+        "s/c.yaml::wide": {"c[full]": False, "c[sliding]": False, "c[truncate]": False},
+        "s/d.yaml::unknown": {"d[full]": False},
+    }
+    sizes = {"s/a.yaml::short": 100, "s/b.yaml::long": 1_000, "s/c.yaml::wide": 300}
+    biggest_first(queue, sizes.get)
+    # items x session size: 1,000, 900, 200; then, as they were, what has no size.
+    assert list(queue) == [
+        "s/b.yaml::long",
+        "s/c.yaml::wide",
+        "s/a.yaml::short",
+        "tests/test_x.py::test_y",
+        "s/d.yaml::unknown",
+    ]
+    assert queue["s/c.yaml::wide"] == {"c[full]": False, "c[sliding]": False, "c[truncate]": False}
+
+
+LONG_SCENARIO = """
+    id: long
+    turns:
+      - generate: {kind: chitchat, turns: 150, seed: 1}
+      - user: "For the record, the launch code is 4-4-2."
+      - assistant: Noted.
+    probes:
+      - {id: code, user: "What is the launch code?", expect: {contains: "4-4-2"}}
+"""
+
+
+def test_under_xdist_a_long_scenario_does_not_wait_for_the_short_ones(ctx) -> None:  # type: ignore[no-untyped-def]
+    # Collected last, but handed out first: run last, it would leave one
+    # worker busy with it while the other has nothing left to do.
+    for name in ("aa", "bb", "cc", "dd"):
+        ctx.scenario(name, SCENARIO.replace("id: recall", f"id: {name}"))
+    ctx.scenario("zz-long", LONG_SCENARIO)
+    ctx.run("-n", "2", "--ctx-strategy=full,sliding", "--ctx-fail-on=never", "-p", "no:randomly")
+    first_start: dict[str, str] = {}
+    for record in ctx.results():
+        scenario = record["scenario"]
+        first_start[scenario] = min(first_start.get(scenario, "~"), record["started_at"])
+    order = sorted(first_start, key=first_start.__getitem__)
+    assert len(order) == 5
+    # Each worker starts with one scenario: the long one is one of those two.
+    assert "long" in order[:2], order
