@@ -12,11 +12,14 @@ from pytest_ctxeval.llm import prefix_list
 from pytest_ctxeval.llm.prefix_list import PrefixList
 
 
-@pytest.mark.parametrize("chunk", [3, prefix_list.CHUNK])
-def test_cut_and_grown_lists_read_like_plain_lists_and_never_change_each_other(
-    chunk: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(prefix_list, "CHUNK", chunk)
+@pytest.fixture(params=[2, 3, prefix_list.CHUNK])
+def chunk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Tiny chunks, so that short lists cross many chunk boundaries, and the real size."""
+    monkeypatch.setattr(prefix_list, "CHUNK", request.param)
+    return int(request.param)
+
+
+def test_cut_and_grown_lists_read_like_plain_lists_and_never_change_each_other(chunk: int) -> None:
     rng = random.Random(7)
     lists: list[tuple[PrefixList[int], list[int]]] = [(PrefixList(), [])]
     for step in range(300):
@@ -58,11 +61,7 @@ def test_a_cut_shares_the_full_chunks_and_copies_the_rest() -> None:
     assert long[2 * chunk + 5] == 2 * chunk + 5
 
 
-@pytest.mark.parametrize("chunk", [2, prefix_list.CHUNK])
-def test_last_agreeing_finds_where_chained_hashes_part(
-    chunk: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(prefix_list, "CHUNK", chunk)
+def test_last_agreeing_finds_where_chained_hashes_part(chunk: int) -> None:
     rng = random.Random(3)
     for _ in range(200):
         length = rng.randint(0, 3 * chunk + 3)
