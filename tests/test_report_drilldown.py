@@ -21,7 +21,7 @@ from pytest_ctxeval.evaluate.window_trace import (
 )
 from pytest_ctxeval.llm.tokens import message_tokens, tools_tokens
 from pytest_ctxeval.report import run_info
-from pytest_ctxeval.report.drilldown import word_diff
+from pytest_ctxeval.report.drilldown import script_json, word_diff
 from pytest_ctxeval.report.outcomes import pytest_outcome
 from pytest_ctxeval.report.run_info import (
     collect_run_info,
@@ -411,3 +411,16 @@ def test_records_carry_the_window_trace_tags_depth_and_series(ctx: CtxProject):
     html = (ctx.path / "reports/ctxeval.html").read_text(encoding="utf-8")
     counts = re.findall(r'<span class="outcome (\w+)">(\d+) \1</span>', html)
     assert counts[:3] == [("failed", "1"), ("passed", "5"), ("xfailed", "3")]
+
+
+def test_the_pages_data_has_no_nan_and_no_way_out_of_its_script_element() -> None:
+    clean = {"rate": 0.5, "rows": [1, 2.5, None], "answer": "café </script><!-- & more"}
+    text = str(script_json(clean))
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == clean
+    # JSON has no word for NaN or infinity: they become null, wherever they are.
+    odd = {"rates": [0.25, float("nan")], "deep": {"cost": float("inf"), "rows": (float("-inf"),)}}
+    assert json.loads(str(script_json(odd))) == {
+        "rates": [0.25, None],
+        "deep": {"cost": None, "rows": [None]},
+    }

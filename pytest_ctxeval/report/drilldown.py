@@ -212,9 +212,16 @@ def _show_command(record: ResultRecord) -> str | None:
 def script_json(value: Any) -> Markup:
     """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``,
     ``>`` or ``&`` in it, so no text can close the element or open a comment."""
-    text = json.dumps(
-        _finite(value), ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
-    )
+    options: dict[str, Any] = {
+        "ensure_ascii": False,
+        "separators": (",", ":"),
+        "default": str,
+        "allow_nan": False,
+    }
+    try:
+        text = json.dumps(value, **options)
+    except ValueError:  # a NaN or an infinity somewhere: walk it for them
+        text = json.dumps(_finite(value), **options)
     for char, escaped in _UNSAFE_IN_SCRIPT.items():
         text = text.replace(char, escaped)
     return Markup(text)

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from ..gate.baseline import Key
 from ..gate.compare import Comparison
-from ..results.analysis import results_frame, strategy_table
+from ..results.analysis import strategy_table, typed_frame
 from ..results.frame import classification_matrix, records_frame, strategy_summary
 from ..results.record import CLASSIFICATIONS, ResultRecord
 from .charts import (
@@ -202,7 +202,7 @@ def render_report(
         "chart": tokens_chart(
             {str(k): int(v) for k, v in summary["cumulative_input_tokens"].items()}
         ),
-        "pareto": pareto_chart(strategy_table(results_frame(records))) if records else "",
+        "pareto": pareto_chart(strategy_table(typed_frame(df))) if records else "",
         "series": series,
         "heatmaps": depth_heatmaps(df),
         **sweep_context(records),

@@ -44,7 +44,13 @@ def results_frame(source: str | Path | Iterable[ResultRecord]) -> pd.DataFrame:
     counts int64, costs float64, flags bool, and optional rates, depths and
     budgets nullable (Float64, Int64)."""
     records = load_results(source) if isinstance(source, (str, Path)) else list(source)
-    df = records_frame(records)
+    return typed_frame(records_frame(records))
+
+
+def typed_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``records_frame``'s frame with the column types of ``results_frame``
+    (a copy: the frame given is left as it is)."""
+    df = df.copy()
     for column, categories in _CATEGORIES.items():
         df[column] = pd.Categorical(df[column], categories=categories)
     df["strategy"] = pd.Categorical(df["strategy"], categories=sorted(set(df["strategy"])))
