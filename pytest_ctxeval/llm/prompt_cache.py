@@ -288,12 +288,17 @@ class PromptCache:
         new = messages[shared:]
         sent.extend(new)
         last_hash, last_tokens = hashes[-1], tokens[-1]
+        # Gathered in plain lists, then added a chunk at a time.
+        new_digests, new_hashes, new_tokens = [], [], []
         for message in new:
             digest, count = self._message_block(message)
             last_hash, last_tokens = _chain(last_hash, digest), last_tokens + count
-            digests.append(digest)
-            hashes.append(last_hash)
-            tokens.append(last_tokens)
+            new_digests.append(digest)
+            new_hashes.append(last_hash)
+            new_tokens.append(last_tokens)
+        digests.extend(new_digests)
+        hashes.extend(new_hashes)
+        tokens.extend(new_tokens)
         prompt = last_tokens + self.request_overhead
         return _Request(tools, tools_key, sent, digests, hashes, tokens, prompt, shared)
 
