@@ -1,12 +1,22 @@
 """The mock models' tokenizer: tiktoken with the encoding file litellm bundles,
 loaded without importing litellm (whose import costs seconds) and without
-any download."""
+any download.
+
+Decoding that file (200,000 base64 lines) takes about 0.2 s, in every
+process: each xdist worker too.  The decoded vocabulary is kept for the
+next process in a cache folder of the user's (``CTXEVAL_CACHE_DIR``, else
+``$XDG_CACHE_HOME/ctxeval`` or ``~/.cache/ctxeval``; an empty
+``CTXEVAL_CACHE_DIR`` keeps nothing).  A cached copy is used only if this
+user wrote it and nobody else can change it; any problem with it means
+decoding the file as before."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import marshal
 import os
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -54,17 +64,96 @@ def local_encoding() -> Any | None:
         return None
     import tiktoken
 
+    return tiktoken.Encoding(**encoding_arguments(path))
+
+
+def encoding_arguments(path: Path) -> dict[str, Any]:
+    """What ``tiktoken.Encoding`` is built from (name, pattern, vocabulary,
+    special tokens): from the cache when it holds them, else decoded from
+    ``path`` and kept there."""
+    cached = _cache_file(path)
+    arguments = _read_cache(cached) if cached is not None else None
+    if arguments is None:
+        arguments = _decode(path)
+        if cached is not None:
+            _write_cache(cached, arguments)
+    return arguments
+
+
+def _decode(path: Path) -> dict[str, Any]:
+    from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+
     # tiktoken reads its cache directory from the environment at load time;
     # point it at the bundled copy for this one load only.
     previous = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(path.parent)
     try:
-        return tiktoken.get_encoding(ENCODING)
+        return dict(openai_public.ENCODING_CONSTRUCTORS[ENCODING]())
     finally:
         if previous is None:
             del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = previous
+
+
+def cache_folder() -> Path | None:
+    """Where the decoded vocabulary is kept; None: nowhere."""
+    chosen = os.environ.get("CTXEVAL_CACHE_DIR")
+    if chosen is not None:
+        return Path(chosen).expanduser() if chosen else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return Path(base).expanduser() / "ctxeval"
+
+
+def _cache_file(path: Path) -> Path | None:
+    import tiktoken
+
+    folder = cache_folder()
+    if folder is None:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    # A new copy of the file, tiktoken or Python (marshal's format) is a new entry.
+    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{tiktoken.__version__}|{sys.version}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
+    return folder / f"{ENCODING}-{digest}.marshal"
+
+
+_ARGUMENT_TYPES = {"name": str, "pat_str": str, "mergeable_ranks": dict, "special_tokens": dict}
+
+
+def _read_cache(cached: Path) -> dict[str, Any] | None:
+    try:
+        stat = cached.stat()
+        owner = getattr(os, "getuid", None)
+        if (owner is not None and stat.st_uid != owner()) or stat.st_mode & 0o022:
+            return None  # someone else's, or writable by others: not trusted
+        arguments = marshal.loads(cached.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(arguments, dict) or arguments.keys() != _ARGUMENT_TYPES.keys():
+        return None
+    if not all(isinstance(arguments[k], kind) for k, kind in _ARGUMENT_TYPES.items()):
+        return None
+    return arguments
+
+
+def _write_cache(cached: Path, arguments: dict[str, Any]) -> None:
+    """Write the whole file or nothing; drop this encoding's older entries."""
+    partial = cached.with_name(f"{cached.name}.{os.getpid()}.partial")
+    try:
+        cached.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(marshal.dumps(arguments))
+        os.replace(partial, cached)
+        for old in cached.parent.glob(f"{ENCODING}-*.marshal"):
+            if old != cached:
+                old.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        partial.unlink(missing_ok=True)  # a cache that cannot be written is no cache
 
 
 def count_locally(encoding: Any, text: str) -> int:
