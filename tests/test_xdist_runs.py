@@ -101,12 +101,17 @@ def test_under_xdist_a_long_scenario_does_not_wait_for_the_short_ones(ctx) -> No
     for name in ("aa", "bb", "cc", "dd"):
         ctx.scenario(name, SCENARIO.replace("id: recall", f"id: {name}"))
     ctx.scenario("zz-long", LONG_SCENARIO)
-    ctx.run("-n", "2", "--ctx-strategy=full,sliding", "--ctx-fail-on=never", "-p", "no:randomly")
-    first_start: dict[str, str] = {}
-    for record in ctx.results():
-        scenario = record["scenario"]
-        first_start[scenario] = min(first_start.get(scenario, "~"), record["started_at"])
-    order = sorted(first_start, key=first_start.__getitem__)
-    assert len(order) == 5
-    # Each worker starts with one scenario: the long one is one of those two.
-    assert "long" in order[:2], order
+    result = ctx.run(
+        "-n", "2", "-v", "--ctx-strategy=full,sliding", "--ctx-fail-on=never", "-p", "no:randomly"
+    )
+    # Each worker's items are reported in the order it ran them.
+    ran: dict[str, list[str]] = defaultdict(list)
+    for line in result.outlines:
+        found = WORKER_LINE.match(line.strip())
+        if found and found[3].split("::")[1] not in ran[found[1]]:
+            ran[found[1]].append(found[3].split("::")[1])
+    assert sorted(sum(ran.values(), [])) == ["aa", "bb", "cc", "dd", "long"]
+    # Handed out in collection order, it would go to whichever worker is
+    # free after the short ones: never the first a worker runs.
+    [worker] = [worker for worker, scenarios in ran.items() if "long" in scenarios]
+    assert ran[worker][0] == "long", dict(ran)
