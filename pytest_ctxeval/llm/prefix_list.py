@@ -60,13 +60,7 @@ class PrefixList(Sequence[T], Generic[T]):
         return itertools.islice(items, skip, max(self._length - first * CHUNK, skip))
 
     def append(self, item: T) -> None:
-        chunks = self._chunks
-        if self._length % CHUNK == 0:
-            chunks.append([item])
-        else:
-            # The last chunk is this list's own: ``prefix`` copies a partial one.
-            chunks[-1].append(item)
-        self._length += 1
+        self.extend([item])
 
     def extend(self, items: Iterable[T]) -> None:
         pending = items if isinstance(items, list) else list(items)
@@ -77,6 +71,7 @@ class PrefixList(Sequence[T], Generic[T]):
             if room == CHUNK:
                 self._chunks.append(taken)
             else:
+                # The last chunk is this list's own: ``prefix`` copies a partial one.
                 self._chunks[-1].extend(taken)
             self._length += len(taken)
             start += len(taken)
