@@ -85,3 +85,16 @@ def test_an_empty_cache_setting_keeps_nothing_and_an_old_entry_goes(
     stale.write_bytes(b"old")
     encoding_arguments(bundled)
     assert not stale.exists() and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_damaged_bundled_file_is_refused_not_decoded(
+    bundled: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tiktoken would replace a copy that does not match by downloading it.
+    monkeypatch.setenv("CTXEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    damaged = tmp_path / bundled.name
+    data = bytearray(bundled.read_bytes())
+    data[100] ^= 1
+    damaged.write_bytes(bytes(data))
+    assert encoding_arguments(damaged) is None
+    assert not (tmp_path / "cache").exists()  # nothing kept for it

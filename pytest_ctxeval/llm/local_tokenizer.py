@@ -43,44 +43,46 @@ def bundled_encoding_dir() -> Path | None:
 
 
 def bundled_encoding_file() -> Path | None:
-    """The bundled encoding file, if present and intact."""
+    """The bundled encoding file, if present (it is checked when it is decoded)."""
     directory = bundled_encoding_dir()
     if directory is None:
         return None
     # tiktoken's cache key: the SHA-1 of the URL it would download from.
     key = hashlib.sha1(_PUBLIC_URL.format(name=ENCODING).encode()).hexdigest()
     path = directory / key
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != _SHA256:
-        return None
-    return path
+    return path if path.is_file() else None
 
 
 @cache
 def local_encoding() -> Any | None:
     """The mocks' tiktoken encoding, or None when litellm's bundled copy is
-    missing (then the caller counts through litellm: never a download)."""
+    missing or damaged (then the caller counts through litellm: never a
+    download)."""
     path = bundled_encoding_file()
-    if path is None:
+    arguments = encoding_arguments(path) if path is not None else None
+    if arguments is None:
         return None
     import tiktoken
 
-    return tiktoken.Encoding(**encoding_arguments(path))
+    return tiktoken.Encoding(**arguments)
 
 
-def encoding_arguments(path: Path) -> dict[str, Any]:
+def encoding_arguments(path: Path) -> dict[str, Any] | None:
     """What ``tiktoken.Encoding`` is built from (name, pattern, vocabulary,
     special tokens): from the cache when it holds them, else decoded from
-    ``path`` and kept there."""
+    ``path`` and kept there; None when ``path`` is damaged."""
     cached = _cache_file(path)
     arguments = _read_cache(cached) if cached is not None else None
     if arguments is None:
         arguments = _decode(path)
-        if cached is not None:
+        if arguments is not None and cached is not None:
             _write_cache(cached, arguments)
     return arguments
 
 
-def _decode(path: Path) -> dict[str, Any]:
+def _decode(path: Path) -> dict[str, Any] | None:
+    if hashlib.sha256(path.read_bytes()).hexdigest() != _SHA256:
+        return None
     from tiktoken_ext import openai_public  # type: ignore[import-untyped]
 
     # tiktoken reads its cache directory from the environment at load time;
