@@ -16,6 +16,7 @@ replayed cassette holds what a live run would have scored.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -54,6 +55,12 @@ _SHAPES = (
     # OpenAI / Anthropic style keys: sk-..., sk-proj-..., sk-ant-...
     re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
 )
+# Every shape above needs one of these words, in any case: a text with none
+# of them, and with no known secret value, is left as it is.
+_SHAPE_WORDS = ("authorization", "bearer", "sk-")  # and "api key", spelled as below
+_API_KEY_WORD = re.compile(r"api[-_]?key")
+# The only characters beyond ASCII that re, ignoring case, takes for an ASCII letter.
+_LETTER_LOOKALIKES = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
 _explicit: set[str] = set()
 _explicit_lock = threading.Lock()
@@ -77,12 +84,34 @@ def is_secret_name(name: str) -> bool:
 
 def scrub(text: str) -> str:
     """``text`` with every secret it contains replaced by ``[redacted]``."""
-    return _scrub(text, _known_values())
+    return _scrub(text, _pattern(_known_secrets()))
 
 
 def scrub_data(value: Any) -> Any:
     """Every string in a JSON-like structure scrubbed (dict keys included)."""
-    return _scrub_data(value, _known_values())
+    return _scrub_data(value, _pattern(_known_secrets()))
+
+
+def needs_scrub(value: Any) -> bool:
+    """False when ``scrub_data(value)`` would equal ``value``; True when it may not.
+
+    One look at ``value`` written as JSON instead of a walk over every string
+    in it: a record holds hundreds of strings and, almost always, no secret."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=_not_text)
+    except (TypeError, ValueError):  # a key JSON cannot write, or a cycle: walk it
+        return True
+    return _may_hold_secret(text, _known_secrets())
+
+
+def scrub_json(value: Any) -> str:
+    """``json.dumps(scrub_data(value), sort_keys=True, ensure_ascii=False)``,
+    written once and never walked when nothing in it can be a secret."""
+    secrets = _known_secrets()
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if not _may_hold_secret(text, secrets):
+        return text
+    return json.dumps(_scrub_data(value, _pattern(secrets)), sort_keys=True, ensure_ascii=False)
 
 
 def _scrub(text: str, values: re.Pattern[str] | None) -> str:
@@ -111,12 +140,32 @@ def _scrub_data(value: Any, values: re.Pattern[str] | None) -> Any:
 _NO_TEXT = (int, float, bool, type(None))
 
 
-def _known_values() -> re.Pattern[str] | None:
-    """One pattern for the secret values of the environment as it is now
-    and of the registered keys."""
+def _not_text(_value: object) -> None:
+    return None  # scrub_data leaves any other object as it is: its content cannot matter
+
+
+def _may_hold_secret(text: str, secrets: frozenset[str]) -> bool:
+    """Whether JSON ``text`` (written with ``ensure_ascii=False``) holds a
+    known secret or a word some shape needs, in any case the shapes accept.
+    JSON escapes a string one character at a time and never a letter, ``-``
+    or ``_``: whatever a string holds, its JSON holds in escaped form."""
+    if any(escaped in text for escaped in _json_escaped(secrets)):
+        return True
+    if not text.isascii():
+        for lookalike, letter in _LETTER_LOOKALIKES.items():
+            if lookalike in text:
+                text = text.replace(lookalike, letter)
+    lowered = text.lower()
+    return any(word in lowered for word in _SHAPE_WORDS) or (
+        "key" in lowered and _API_KEY_WORD.search(lowered) is not None
+    )
+
+
+def _known_secrets() -> frozenset[str]:
+    """The secret values of the environment as it is now and the registered keys."""
     with _explicit_lock:
         explicit = frozenset(_explicit)
-    return _pattern(_environment_secrets(tuple(os.environ.items())) | explicit)
+    return _environment_secrets(tuple(os.environ.items())) | explicit
 
 
 @lru_cache(maxsize=8)
@@ -127,6 +176,11 @@ def _environment_secrets(environ: tuple[tuple[str, str], ...]) -> frozenset[str]
         for name, value in environ
         if len(value) >= MIN_SECRET_CHARS and is_secret_name(name) and not _is_path(value)
     )
+
+
+@lru_cache(maxsize=8)
+def _json_escaped(values: frozenset[str]) -> tuple[str, ...]:
+    return tuple(json.dumps(value, ensure_ascii=False)[1:-1] for value in values)
 
 
 @lru_cache(maxsize=8)

@@ -4,6 +4,8 @@ results.jsonl, report, cassette), shown (terminal) or raised (ModelError)."""
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,8 @@ from fake_openai_server import (
 
 from pytest_ctxeval.llm.cassettes import CassetteStore
 from pytest_ctxeval.llm.client import ModelClient, ModelError
-from pytest_ctxeval.redact import REDACTED, scrub, scrub_data
-from pytest_ctxeval.results.record import ResultRecord
+from pytest_ctxeval.redact import REDACTED, needs_scrub, scrub, scrub_data, scrub_json
+from pytest_ctxeval.results.record import ResultRecord, sealed
 from pytest_ctxeval.results.store import ResultWriter
 
 PLANTED = "sk-test-planted-123456789"
@@ -97,6 +99,106 @@ def test_scrub_data_reaches_every_string(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
     data = {"a": [PLANTED, {"b": (1, f"x {PLANTED}")}], PLANTED: None}
     assert scrub_data(data) == {"a": [REDACTED, {"b": (1, f"x {REDACTED}")}], REDACTED: None}
+
+
+# --- the quick look: a record with no secret is not walked -------------------------
+
+# A key in the environment whose value JSON writes escaped.
+ESCAPED_KEY = 'ab"c\\d\nef\u00e9gh'
+# Shapes spelled with the characters beyond ASCII that re takes for i, s and k.
+LOOKALIKE_SECRETS = [
+    "authorization: abcdefgh".replace("i", "\u0131", 1),
+    "AUTHORIZATION: abcdefgh".replace("I", "\u0130", 1),
+    "api_\u212aey=ABCDEFGHIJKLMNOPQRS",
+]
+PLANTED_TEXTS = [
+    "Authorization: Bearer xyz",
+    "use Bearer eyJhbGciOiJIUzI1NiJ9.e30 here",
+    "key sk-proj-AbCdEf0123456789xyz ok",
+    "X-API-KEY: 0123456789abcdef0123",
+    f"the key was {PLANTED}",
+    f"escaped {ESCAPED_KEY} too",
+    *LOOKALIKE_SECRETS,
+]
+
+
+def _nested(text: str) -> dict[str, Any]:
+    return {"answer": "fine", "window": [{"role": "user", "content": text}], text: (1, text)}
+
+
+def test_scrub_json_writes_what_scrubbing_then_json_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    monkeypatch.setenv("ACME_API_KEY", ESCAPED_KEY)
+    for text in PLANTED_TEXTS:
+        data = _nested(text)
+        assert needs_scrub(data), text
+        written = scrub_json(data)
+        assert written == json.dumps(scrub_data(data), sort_keys=True, ensure_ascii=False)
+        assert REDACTED in written, text
+    clean = _nested(
+        "The build failed again \u2014 caf\u00e9 \u201cquotes\u201d, sk learn, api docs"
+    )
+    assert not needs_scrub(clean)
+    assert scrub_json(clean) == json.dumps(clean, sort_keys=True, ensure_ascii=False)
+
+
+def test_a_sealed_record_is_scrubbed_only_where_a_secret_may_be(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ACME_API_KEY", ESCAPED_KEY)
+    fields = {"scenario": "s", "strategy": "full", "model": "m", "probe": "p", "verdict": "pass"}
+    fields["classification"] = "ok"
+    clean = ResultRecord(**fields, answer="Input B is the CSV export.")
+    assert sealed(clean) == clean
+    for text in PLANTED_TEXTS[3:]:
+        leaky = ResultRecord(**fields, answer=text)
+        assert REDACTED in sealed(leaky).answer, text
+
+
+_FRAGMENTS = [
+    *"authorization Authorization AUTHOR\u0130ZATION author\u0131zation".split(),
+    *"Bearer bearer BEARER sk- \u017fk- api_key API-KEY apikey api_\u212aey x-api-key".split(),
+    *"0123456789abcdef ABCDEFGHIJ xyz caf\u00e9 \u2028 task s k . - = ' \\".split(" "),
+    ": ",
+    " ",
+    '"',
+    "\n",
+    PLANTED,
+    ESCAPED_KEY,
+    ESCAPED_KEY[:5],
+]
+
+
+def _random_text(rng: random.Random) -> str:
+    return "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(0, 6)))
+
+
+def _random_data(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.random()
+    if depth > 2 or kind < 0.4:
+        return _random_text(rng) if rng.random() < 0.8 else rng.choice([1, 2.5, None, True])
+    if kind < 0.7:
+        return [_random_data(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {_random_text(rng): _random_data(rng, depth + 1) for _ in range(rng.randint(0, 3))}
+
+
+def test_needs_scrub_is_false_only_when_scrubbing_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
+    monkeypatch.setenv("ACME_API_KEY", ESCAPED_KEY)
+    rng = random.Random(14)
+    skipped = scrubbed = 0
+    for _ in range(4000):
+        data = _random_data(rng)
+        if needs_scrub(data):
+            scrubbed += scrub_data(data) != data
+        else:
+            assert scrub_data(data) == data, data
+            skipped += 1
+    assert skipped > 500 and scrubbed > 500  # both sides were really tried
 
 
 # --- the client -------------------------------------------------------------------

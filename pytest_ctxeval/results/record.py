@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..redact import scrub_data
+from ..redact import needs_scrub, scrub_data
 from ..textcap import cap_text
 
 # The answer text a record keeps (answer, ground_truth_answer, answers):
@@ -180,4 +180,4 @@ def sealed(record: ResultRecord) -> ResultRecord:
     data["failed_checks"] = [cap_text(c, MAX_RECORD_TEXT_CHARS) for c in data["failed_checks"]]
     if data["judge"] is not None and isinstance(data["judge"].get("reason"), str):
         data["judge"]["reason"] = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
-    return ResultRecord.model_validate(scrub_data(data))
+    return ResultRecord.model_validate(scrub_data(data) if needs_scrub(data) else data)

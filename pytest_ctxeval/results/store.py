@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
-from ..redact import scrub_data
+from ..redact import scrub_json
 from .record import ResultRecord
 
 if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
@@ -26,8 +25,7 @@ class ResultWriter:
     def write(self, record: ResultRecord) -> None:
         # Scrubbed again here, where every record passes on its way to disk,
         # whoever built it.
-        data = scrub_data(record.model_dump(mode="json"))
-        self._fh.write(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
+        self._fh.write(scrub_json(record.model_dump(mode="json")) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
