@@ -291,9 +291,21 @@ def xdist_scaling() -> None:
 
 def pytest_seconds(cwd: Path, *args: str) -> float:
     """Wall time of one ``pytest`` run in ``cwd`` (outputs to the temporary folder)."""
-    start = time.perf_counter()
+    return pytest_wall_and_cpu(cwd, *args)[0]
+
+
+def pytest_wall_and_cpu(cwd: Path, *args: str) -> tuple[float, float]:
+    """Wall time and CPU time of one ``pytest`` run in ``cwd``; the CPU time
+    counts every process of the run (xdist's controller and its workers)."""
+    import resource
+
+    def children_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    cpu, start = children_cpu(), time.perf_counter()
     subprocess.run(pytest_command(cwd, "out", *args), cwd=cwd, capture_output=True, env=ENV)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def pytest_command(cwd: Path, out: str, *args: str) -> list[str]:
@@ -481,13 +493,22 @@ def xdist_workloads() -> None:
             "200 pairs x 50, full": (pairs, ("--ctx-strategy=full",)),
         }
         for name, (project, extra) in runs.items():
-            serial = min(pytest_seconds(project, "-p", "no:xdist", *extra) for _ in range(2))
-            parallel = min(pytest_seconds(project, "-n", "2", *extra) for _ in range(2))
+            serial, serial_cpu = min(
+                pytest_wall_and_cpu(project, "-p", "no:xdist", *extra) for _ in range(2)
+            )
+            parallel, parallel_cpu = min(
+                pytest_wall_and_cpu(project, "-n", "2", *extra) for _ in range(2)
+            )
             split = min(two_halves_at_once(project, *extra) for _ in range(2))
+            # Two cores give at most 2 s of CPU per second: no run that needs
+            # parallel_cpu can end sooner than half of it.
+            ceiling = serial / (parallel_cpu / 2)
             print(
-                f"  {name:<30} {serial:5.1f} s serial, {parallel:5.1f} s with -n 2 "
-                f"({serial / parallel:.2f}x, target >= 1.8x); "
-                f"two halves at once {split:5.1f} s ({serial / split:.2f}x)"
+                f"  {name:<30} {serial:5.1f} s serial ({serial_cpu:.1f} s CPU), "
+                f"{parallel:5.1f} s with -n 2 ({serial / parallel:.2f}x, target >= 1.8x; "
+                f"{parallel_cpu:.1f} s CPU in all its processes, so at most "
+                f"{ceiling:.2f}x on 2 cores); two halves at once {split:5.1f} s "
+                f"({serial / split:.2f}x)"
             )
     print(f"  two CPU-bound loops at once: {cpu_loops_at_once():.2f}x of one after the other")
     print("  reproduce: time pytest -q -p no:xdist; time pytest -q -n 2")

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the peers package be
 
 from peers.install import SetupError, setup  # noqa: E402
 from peers.measure import Measured, run  # noqa: E402
-from peers.tools import HERE, TOOLS, Tool, ToolFailed  # noqa: E402
-from peers.workload import Conversation, workload  # noqa: E402
+from peers.tools import HERE, TOOLS, Tool, ToolFailed, offline_env  # noqa: E402
+from peers.workload import Conversation, workload, write_ctxeval  # noqa: E402
 
 LABELS = {
     "ctxeval": "pytest-ctxeval (full, oracle)",
@@ -226,7 +226,7 @@ def report(
     count: int,
     round_count: int,
     load: tuple[float, float],
-    floors: dict[int, float],
+    floors: dict[int, Floors],
 ) -> None:
     print(
         f"\n{count} conversations; median of {round_count} interleaved round(s); ratios are "
@@ -258,7 +258,7 @@ def print_targets(
     peers: dict[str, ToolRecord],
     pairs_sizes: list[int],
     count: int,
-    floors: dict[int, float],
+    floors: dict[int, Floors],
 ) -> None:
     def verdict(met: bool) -> str:
         return "met" if met else "NOT met"
@@ -290,12 +290,17 @@ def print_targets(
     else:
         print("  (no peer measured: the per-sample and fixed-start targets need one)")
     for pairs in pairs_sizes:
-        ours = per_sample(base.cpu, pairs, count)
-        ratio = ours / floors[pairs]
+        ours, floor = per_sample(base.cpu, pairs, count), floors[pairs]
+        ratio = ours / floor.tokenizing
+        bare = floor.yaml_loading + floor.pytest_item
         print(
             f"  model-free work per sample @{pairs} pairs <= {OVER_TOKENIZING:g}x tokenizing it "
-            f"once: {ours * 1000:.1f} ms CPU vs {floors[pairs] * 1000:.2f} ms ({ratio:.1f}x): "
-            f"{verdict(ratio <= OVER_TOKENIZING)}"
+            f"once: {ours * 1000:.1f} ms CPU vs {floor.tokenizing * 1000:.2f} ms ({ratio:.1f}x): "
+            f"{verdict(ratio <= OVER_TOKENIZING)}\n"
+            f"    for scale: loading the sample's YAML with libyaml takes "
+            f"{floor.yaml_loading * 1000:.2f} ms and a pytest item that only asserts "
+            f"{floor.pytest_item * 1000:.2f} ms; together {bare / floor.tokenizing:.1f}x "
+            f"tokenizing, before any evaluation"
         )
     pairs = max(pairs_sizes)
     if (pairs, -count) in base.wall and (pairs, -1) in base.wall:
@@ -308,6 +313,15 @@ def print_targets(
             f"{whole:.2f}x: {verdict(whole >= XDIST_SPEEDUP)}; per sample "
             f"{per:.2f}x (the fixed start left out)"
         )
+
+
+@dataclass
+class Floors:
+    """Seconds per sample of work any harness of this kind does at least."""
+
+    tokenizing: float
+    yaml_loading: float
+    pytest_item: float
 
 
 def tokenizing_floor(conversations: list[Conversation]) -> float:
@@ -325,6 +339,45 @@ def tokenizing_floor(conversations: list[Conversation]) -> float:
             encoding.encode_ordinary(text)
         best = min(best, time.perf_counter() - start)
     return best / len(conversations)
+
+
+def yaml_loading_floor(conversations: list[Conversation]) -> float:
+    """Seconds per sample to load the samples' scenario files with libyaml's
+    C loader (no validation, no line marks), best of five."""
+    import yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        texts = [path.read_text() for path in write_ctxeval(conversations, Path(tmp))]
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for text in texts:
+            yaml.load(text, Loader=yaml.CSafeLoader)
+        best = min(best, time.perf_counter() - start)
+    return best / len(conversations)
+
+
+def pytest_item_floor(items: int = 500) -> float:
+    """Seconds pytest itself spends on an item whose test only asserts: the
+    difference between ``items + 1`` such items and one, best of three."""
+    test = "import pytest, os\n\n@pytest.mark.parametrize('i', range(int(os.environ['N'])))\n"
+    test += "def test_nothing(i):\n    assert i >= 0\n"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ctxeval"]
+    argv += ["-p", "no:xdist"]
+
+    def seconds(count: int, project: Path) -> float:
+        env = {**offline_env(), "N": str(count)}
+        start = time.perf_counter()
+        subprocess.run(argv, cwd=project, env=env, capture_output=True, check=True)
+        return time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "pytest.ini").write_text("[pytest]\n")
+        (project / "test_nothing.py").write_text(test)
+        one = min(seconds(1, project) for _ in range(3))
+        many = min(seconds(items + 1, project) for _ in range(3))
+    return (many - one) / items
 
 
 def versions() -> str:
@@ -403,10 +456,13 @@ def main(argv: list[str] | None = None) -> int:
         names, args.pairs_sizes, args.conversations, args.rounds, not args.no_xdist, args.seed
     )
     load = (load_before, os.getloadavg()[0])
-    floors = {
-        pairs: tokenizing_floor(workload(args.conversations, pairs, args.seed))
-        for pairs in args.pairs_sizes
-    }
+    item = pytest_item_floor()
+    floors = {}
+    for pairs in args.pairs_sizes:
+        conversations = workload(args.conversations, pairs, args.seed)
+        floors[pairs] = Floors(
+            tokenizing_floor(conversations), yaml_loading_floor(conversations), item
+        )
     report(records, unavailable, args.pairs_sizes, args.conversations, args.rounds, load, floors)
     return 1 if any(record.failed for record in records.values()) else 0
 
