@@ -429,7 +429,8 @@ def startup_figures() -> None:
         (project / "test_trivial.py").write_text("def test_ok():\n    assert True\n")
         (project / "pytest.ini").write_text("[pytest]\n")
 
-        def run(*extra: str) -> None:
+        def run(*extra: str) -> float:
+            start = time.perf_counter()
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra],
                 cwd=project,
@@ -437,16 +438,21 @@ def startup_figures() -> None:
                 env=ENV,
                 check=True,
             )
+            return time.perf_counter() - start
 
-        with_plugin = statistics.median(best_of(1, run) for _ in range(9))
-        without = statistics.median(best_of(1, lambda: run("-p", "no:ctxeval")) for _ in range(9))
-    added = (with_plugin - without) * 1000
-    print(
-        f"\nunrelated project, one trivial test: pytest -q {with_plugin * 1000:.0f} ms with the "
-        f"plugin, {without * 1000:.0f} ms with -p no:ctxeval ({added:+.0f} ms, target <= "
-        f"{TARGET_PLUGIN_OVERHEAD_MS:g})"
-    )
-    print("  reproduce: cd TMP && time pytest -q; time pytest -q -p no:ctxeval")
+        print("\nunrelated project, one trivial test (median of 9, runs alternated):")
+        for label, extra in (("pytest -q", ()), ("pytest -q -n 2", ("-n", "2"))):
+            with_plugin, without = [], []
+            for _ in range(9):
+                with_plugin.append(run(*extra))
+                without.append(run(*extra, "-p", "no:ctxeval"))
+            ms_with, ms_without = (statistics.median(t) * 1000 for t in (with_plugin, without))
+            print(
+                f"  {label:<15} {ms_with:4.0f} ms with the plugin, {ms_without:4.0f} ms with "
+                f"-p no:ctxeval ({ms_with - ms_without:+.0f} ms, target <= "
+                f"{TARGET_PLUGIN_OVERHEAD_MS:g})"
+            )
+    print("  reproduce: cd TMP && time pytest -q [-n 2]; time pytest -q [-n 2] -p no:ctxeval")
     with tempfile.TemporaryDirectory() as tmp:
         project = pairs_project(Path(tmp), 50, 1)
         out = subprocess.run(

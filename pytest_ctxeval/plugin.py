@@ -238,6 +238,7 @@ class ControllerHooks:
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
+        self._loading_report = False
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -252,13 +253,6 @@ class ControllerHooks:
     def runs_workers(self) -> bool:
         """Whether this process is the controller of xdist workers."""
         return self.config.pluginmanager.has_plugin("dsession")
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.runs_workers:
-            # Under xdist this process only waits for the workers' reports:
-            # it loads the report's libraries (pandas, jinja2) meanwhile,
-            # instead of after the last item.
-            threading.Thread(target=_load_report_modules, daemon=True).start()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -277,6 +271,12 @@ class ControllerHooks:
         if not self.ctx.will_record and probes:
             self.ctx.check_outputs()
             self.ctx.will_record = True
+        if probes and not self._loading_report:
+            # From here this process only waits for the workers' reports: it
+            # loads the report's libraries (pandas, jinja2) meanwhile, instead
+            # of after the last item.  A run without scenarios never loads them.
+            self._loading_report = True
+            threading.Thread(target=_load_report_modules, daemon=True).start()
         self.ctx.note_ran(probes, filtered=run_is_filtered(self.config))
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)

@@ -147,7 +147,7 @@ import json, sys
 import pytest
 code = pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]])
 heavy = ["pytest_ctxeval.strategies.registry", "pytest_ctxeval.llm.providers", "litellm",
-         "pandas", "pydantic"]
+         "pandas", "pydantic", "pytest_ctxeval.report.html"]
 print(json.dumps({"exit": int(code), "loaded": [m for m in heavy if m in sys.modules]}))
 """
 
@@ -165,6 +165,21 @@ def test_a_run_without_scenarios_loads_no_strategy_or_model_code(ctx):
     ctx.write("test_x.py", PASSING_TEST)
     # A strategy named on the command line is not resolved either: nothing uses it.
     assert imported_after_a_run(ctx, "--ctx-strategy=headtail", "test_x.py") == (0, [])
+
+
+def test_a_run_without_scenarios_under_xdist_loads_no_report_code(ctx):
+    """The controller of ``-n 2`` loads the report's libraries only once a
+    worker has collected a scenario: a project of ordinary tests pays nothing."""
+    write_data_files(ctx)
+    ctx.write("test_x.py", PASSING_TEST)
+    assert imported_after_a_run(ctx, "-n", "2", "test_x.py") == (0, [])
+
+
+def test_a_run_with_scenarios_under_xdist_loads_the_report_code(ctx):
+    ctx.scenario("recall", scenario("recall"))
+    exit_code, loaded = imported_after_a_run(ctx, "--ctx-strategy=full", "-n", "2")
+    assert exit_code == 0
+    assert "pytest_ctxeval.report.html" in loaded
 
 
 def test_a_run_with_scenarios_loads_the_strategies(ctx):
