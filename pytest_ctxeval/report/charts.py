@@ -6,8 +6,9 @@ then leaves the chart out (no empty frame).  Labels are escaped (``svg.label``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from markupsafe import Markup, escape
@@ -193,13 +194,20 @@ def prompt_series_charts(df: pd.DataFrame) -> list[SeriesChart]:
     if df.empty or "session_prompt_tokens" not in df:
         return []
     first = df.drop_duplicates(["scenario", "strategy", "budget"])
-    charts = []
     names = sorted(first["strategy"].astype(str).unique())
     palette = colours(names)
-    for scenario, rows in first.groupby("scenario", sort=True):
+    # Plain rows, grouped here: pandas' per-group work would cost more than
+    # the charts on a run of many short scenarios.
+    ordered = first.sort_values(["scenario", "strategy"], kind="stable")
+    by_scenario: dict[Any, list[Mapping[Any, Any]]] = {}
+    columns = [c for c in _SERIES_COLUMNS if c in ordered.columns]
+    for record in ordered[columns].to_dict("records"):
+        by_scenario.setdefault(record["scenario"], []).append(record)
+    charts = []
+    for scenario, rows in by_scenario.items():
         series: dict[str, list[int]] = {}
         cached: dict[str, list[int]] = {}
-        for _, row in rows.sort_values("strategy").iterrows():
+        for row in rows:
             tokens = [*list(row["session_prompt_tokens"] or []), int(row["prompt_tokens"])]
             if not row["session_prompt_tokens"] or not row["prompt_tokens"]:
                 continue
@@ -215,7 +223,18 @@ def prompt_series_charts(df: pd.DataFrame) -> list[SeriesChart]:
     return sorted(charts, key=lambda c: (-c.calls, c.scenario))
 
 
-def _cached_series(row: pd.Series, calls: int) -> list[int]:
+_SERIES_COLUMNS = [
+    "scenario",
+    "strategy",
+    "budget",
+    "session_prompt_tokens",
+    "prompt_tokens",
+    "session_requests",
+    "probe_cached_tokens",
+]
+
+
+def _cached_series(row: Mapping[Any, Any], calls: int) -> list[int]:
     """Cached tokens per call (the probe's last); empty when nothing was cached."""
     per_request = row.get("session_requests")
     values = list((per_request or {}).get("cached_tokens") or [])
