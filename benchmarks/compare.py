@@ -42,6 +42,8 @@ LABELS = {
 HARNESS = "ctxeval"
 PER_SAMPLE_SHARE = 0.5  # target: per sample at most half of the fastest peer's
 XDIST_SPEEDUP = 1.8  # target: `-n 2` at least this much faster than serial
+# A floor is the least a run takes: best of many, so a busy spell does not raise it.
+FLOOR_REPEATS = 20
 OVER_TOKENIZING = 3.0  # target: a sample's model-free work at most this many times tokenizing it
 
 
@@ -326,14 +328,14 @@ class Floors:
 
 def tokenizing_floor(conversations: list[Conversation]) -> float:
     """Seconds per sample to tokenize every message once with plain tiktoken
-    (the encoding the harness's mock model counts with), best of five: the
+    (the encoding the harness's mock model counts with), best of FLOOR_REPEATS: the
     least a harness that counts tokens can do per sample."""
     from pytest_ctxeval.llm.local_tokenizer import local_encoding
 
     encoding = local_encoding()
     texts = [m["content"] for conv in conversations for m in conv.chat()]
     best = float("inf")
-    for _ in range(5):
+    for _ in range(FLOOR_REPEATS):
         start = time.perf_counter()
         for text in texts:
             encoding.encode_ordinary(text)
@@ -343,13 +345,13 @@ def tokenizing_floor(conversations: list[Conversation]) -> float:
 
 def yaml_loading_floor(conversations: list[Conversation]) -> float:
     """Seconds per sample to load the samples' scenario files with libyaml's
-    C loader (no validation, no line marks), best of five."""
+    C loader (no validation, no line marks), best of FLOOR_REPEATS."""
     import yaml
 
     with tempfile.TemporaryDirectory() as tmp:
         texts = [path.read_text() for path in write_ctxeval(conversations, Path(tmp))]
     best = float("inf")
-    for _ in range(5):
+    for _ in range(FLOOR_REPEATS):
         start = time.perf_counter()
         for text in texts:
             yaml.load(text, Loader=yaml.CSafeLoader)
