@@ -351,6 +351,31 @@ def two_halves_at_once(cwd: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
+def xdist_own_cpu() -> tuple[float, float]:
+    """CPU time of a one-test project without this plugin, serial and with
+    ``-n 2`` (best of 3 each): what pytest-xdist costs by itself."""
+    import resource
+
+    def cpu(*extra: str) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ctxeval"]
+            + list(extra),
+            cwd=project,
+            capture_output=True,
+            env=ENV,
+            check=True,
+        )
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "test_trivial.py").write_text("def test_ok():\n    assert True\n")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        return min(cpu("-p", "no:xdist") for _ in range(3)), min(cpu("-n", "2") for _ in range(3))
+
+
 def cpu_loops_at_once() -> float:
     """How much faster two copies of a CPU-bound loop finish than one after
     the other: the most any two-process run can gain on this machine."""
@@ -519,6 +544,11 @@ def xdist_workloads() -> None:
                 f"({serial / split:.2f}x)"
             )
     print(f"  two CPU-bound loops at once: {cpu_loops_at_once():.2f}x of one after the other")
+    serial_cpu, parallel_cpu = xdist_own_cpu()
+    print(
+        f"  pytest-xdist by itself (this plugin off, one trivial test): {serial_cpu:.2f} s CPU "
+        f"serial, {parallel_cpu:.2f} s with -n 2 ({parallel_cpu - serial_cpu:+.2f} s)"
+    )
     print("  reproduce: time pytest -q -p no:xdist; time pytest -q -n 2")
     print("             time (pytest -q FILES-1 & pytest -q FILES-2; wait)")
 
