@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,18 @@ def test_a_sealed_record_is_scrubbed_only_where_a_secret_may_be(
     for text in PLANTED_TEXTS[3:]:
         leaky = ResultRecord(**fields, answer=text)
         assert REDACTED in sealed(leaky).answer, text
+
+
+def test_the_lookalike_letters_are_all_that_re_takes_for_ascii_letters() -> None:
+    """The quick look folds these four to ASCII before it searches; a fifth
+    that re, ignoring case, matched to a letter would slip past it."""
+    from pytest_ctxeval.redact import _LETTER_LOOKALIKES
+
+    letter = re.compile(r"(?i)[a-z]")
+    beyond_ascii = (chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+    assert {char for char in beyond_ascii if letter.fullmatch(char)} == set(_LETTER_LOOKALIKES)
+    for char, folded in _LETTER_LOOKALIKES.items():
+        assert re.fullmatch(f"(?i){folded}", char)
 
 
 _FRAGMENTS = [
