@@ -238,7 +238,6 @@ class ControllerHooks:
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
-        self._loading_report = False
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -271,11 +270,9 @@ class ControllerHooks:
         if not self.ctx.will_record and probes:
             self.ctx.check_outputs()
             self.ctx.will_record = True
-        if probes and not self._loading_report:
             # From here this process only waits for the workers' reports: it
             # loads the report's libraries (pandas, jinja2) meanwhile, instead
             # of after the last item.  A run without scenarios never loads them.
-            self._loading_report = True
             threading.Thread(target=_load_report_modules, daemon=True).start()
         self.ctx.note_ran(probes, filtered=run_is_filtered(self.config))
 
