@@ -26,6 +26,10 @@ BUDGET_HELP = (
     "Run each strategy that takes a budget_tokens parameter once per budget, e.g. "
     "1000,2000,4000; the summary gives the smallest budget that still passes everything"
 )
+ALLOW_REMOVED_HELP = (
+    "Pass the gate although some baseline probes match nothing in the run (their scenario "
+    "or probe was deleted, or renamed and changed); they are still listed"
+)
 _N = TypeVar("_N", int, float)
 _SWEEP_ON = ("true", "yes", "on")
 _SWEEP_OFF = ("false", "no", "off")
@@ -257,11 +261,17 @@ def _budgets(value: str | None) -> tuple[int, ...]:
     return tuple(sorted(budgets))
 
 
+def _literal(help_text: str) -> str:
+    """Help text as argparse shows it: it reads ``%`` as a format, so a
+    literal one ("tokens:+10%") is doubled.  The ini help is printed as is."""
+    return help_text.replace("%", "%%")
+
+
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("ctxeval", "context-strategy evaluation (pytest-ctxeval)")
     for dest, (flag, help_text, default) in _OPTIONS.items():
         shown = f" (default: {default})" if default else ""
-        group.addoption(flag, dest=dest, default=None, help=help_text + shown)
+        group.addoption(flag, dest=dest, default=None, help=_literal(help_text + shown))
         parser.addini(dest, help_text + shown, default=default)
     group.addoption(
         "--ctx-sweep",
@@ -270,7 +280,7 @@ def add_options(parser: pytest.Parser) -> None:
         const="1",
         default=None,
         metavar="K",
-        help=SWEEP_HELP + " Write --ctx-sweep=K, or put --ctx-sweep after the paths.",
+        help=_literal(SWEEP_HELP + " Write --ctx-sweep=K, or put --ctx-sweep after the paths."),
     )
     parser.addini("ctx_sweep", SWEEP_HELP + " (ini: a number, or true for every turn)")
     group.addoption(
@@ -278,7 +288,7 @@ def add_options(parser: pytest.Parser) -> None:
         dest="ctx_budget",
         default=None,
         metavar="TOKENS[,TOKENS...]",
-        help=BUDGET_HELP,
+        help=_literal(BUDGET_HELP),
     )
     parser.addini("ctx_budget", BUDGET_HELP)
     group.addoption(
@@ -290,6 +300,14 @@ def add_options(parser: pytest.Parser) -> None:
         f"(default {DEFAULT_BASELINE}) instead of comparing; probes outside the run "
         "keep their entries",
     )
+    group.addoption(
+        "--ctx-allow-removed",
+        dest="ctx_allow_removed",
+        action="store_true",
+        default=False,
+        help=_literal(ALLOW_REMOVED_HELP + " (default: off)"),
+    )
+    parser.addini("ctx_allow_removed", ALLOW_REMOVED_HELP, type="bool", default=False)
     parser.addini(
         "ctx_scenario_dirs",
         "Directories whose YAML files are scenarios. Unset, the plugin looks in "
@@ -323,6 +341,8 @@ class CtxOptions:
     timeout: float = 300.0
     baseline: Path | None = None
     update_baseline: bool = False
+    # --ctx-allow-removed: baseline probes that match nothing do not fail the gate.
+    allow_removed: bool = False
     fail_if: tuple[Rule, ...] = ()
     shard: tuple[int, int] | None = None
     summary: Path | None = None
@@ -417,7 +437,8 @@ def _gate_options(
     baseline = get("ctx_baseline")
     fail_if = get("ctx_fail_if")
     shard = get("ctx_shard")
-    gate: dict[str, Any] = {"update_baseline": update}
+    allowed = bool(config.getoption("ctx_allow_removed") or config.getini("ctx_allow_removed"))
+    gate: dict[str, Any] = {"update_baseline": update, "allow_removed": allowed}
     if baseline or update:
         gate["baseline"] = (
             output_path("ctx_baseline") if baseline else (config.rootpath / DEFAULT_BASELINE)

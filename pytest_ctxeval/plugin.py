@@ -105,6 +105,22 @@ def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
     return config.stash[_RULE_KEY]
 
 
+def missing_scenario_dirs(config: pytest.Config) -> list[str]:
+    """One line per ``ctx_scenario_dirs`` entry that is not a directory."""
+    declared: list[str] = config.getini("ctx_scenario_dirs") or []
+    where = config.inipath or config.rootpath
+    problems = []
+    for entry in declared:
+        folder = (config.rootpath / entry).resolve()
+        if not folder.is_dir():
+            what = "is not a directory" if folder.exists() else "does not exist"
+            problems.append(
+                f"{where}: ctx_scenario_dirs: {entry!r} {what} (looked for {folder}); "
+                "expected directories relative to the project root"
+            )
+    return problems
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
     claim = scenario_file_rule(parent.config).claims(file_path)
     if claim is False:
@@ -247,6 +263,13 @@ class ControllerHooks:
             folder = self.parsed_dir = make_folder()
             self.config.add_cleanup(lambda: remove_folder(folder))
         node.workerinput[WORKER_INPUT_KEY] = str(self.parsed_dir)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # A scenario folder the ini names but that is not there would only
+        # show as "collected 0 items": say which one, where it was looked for.
+        missing = missing_scenario_dirs(self.config)
+        if missing:
+            raise pytest.UsageError("\n".join(missing))
 
     @property
     def runs_workers(self) -> bool:

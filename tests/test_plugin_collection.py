@@ -262,3 +262,16 @@ def test_an_item_id_from_the_output_can_be_run_again(ctx):
     ids = ctx.collect_ids("--ctx-strategy=full")
     result = ctx.run(ids[0], "--ctx-strategy=full")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "n2"])
+def test_a_scenario_dir_that_does_not_exist_is_a_usage_error_naming_it(ctx, xdist):
+    ctx.ini(ctx_scenario_dirs="scenarios\n    evalz")
+    ctx.scenario("pair", TWO_SCENARIOS)
+    result = ctx.run("--ctx-strategy=full", *xdist)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output(result)
+    text = output(result)
+    assert "ctx_scenario_dirs: 'evalz' does not exist" in text
+    assert str(ctx.path / "pytest.ini") in text
+    assert "collected 0 items" not in text
+    assert_no_traceback(result)

@@ -279,3 +279,14 @@ def test_collected_ids_are_the_ids_records_carry(ctx):
     ]
     ctx.run(STRATEGIES)
     assert sorted(r["nodeid"] for r in ctx.results()) == sorted(item_ids(result))
+
+
+@pytest.mark.parametrize("plugins", [(), ("-p", "xdist")], ids=["plain", "p-xdist"])
+def test_help_works_with_the_plugin_installed(ctx, plugins):
+    result = ctx.pytester.runpytest_inprocess(*plugins, "--help")
+    assert result.ret == pytest.ExitCode.OK, output(result)
+    text = " ".join(result.stdout.str().split())
+    # A literal percent sign in a help text reaches the user as written.
+    assert "'tokens:+10%,cost:+5%,headtail:pass_rate:-0.05'" in text
+    assert "--ctx-allow-removed" in text
+    assert "ctx_fail_if (string):" in text
