@@ -56,7 +56,10 @@ def _at_budget(spec: StrategySpec, budget: int) -> StrategySpec:
     params = {**spec.params, BUDGET_PARAM: budget}
     check_params(f"strategy {spec.name!r} under --ctx-budget", spec.factory, params)
     shown = {**written.params, BUDGET_PARAM: budget}
-    return StrategySpec(_display(written.base, spec.factory, shown), spec.factory, params)
+    ref = ""
+    if spec.ref:  # a module:Class that names itself: its import path, at this budget
+        ref = _display(parse_name(spec.ref).base, spec.factory, shown)
+    return StrategySpec(_display(written.base, spec.factory, shown), spec.factory, params, ref)
 
 
 def _display(base: str, factory: Any, params: dict[str, Any]) -> str:

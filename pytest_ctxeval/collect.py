@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -189,6 +192,7 @@ class ProbeItem(pytest.Item):
             self.conversation, self.spec, self.probe, source=self.source
         )
         record.nodeid = self.nodeid
+        record.scenario_digest = file_digest(self.path)
         if session.options.budgets:
             record.budget = self.spec.params.get("budget_tokens")
         self.stash[RECORD_KEY] = record
@@ -240,6 +244,15 @@ class ProbeItem(pytest.Item):
         domain = f"{self.conversation.id}::{self.name} ({where})"
         # pytest wants a 0-based line here.
         return self.path, (line - 1 if line else None), domain
+
+
+@lru_cache(maxsize=1024)
+def file_digest(path: Path) -> str:
+    """sha256 of a scenario file (16 hex digits): shards of one run agree on it."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
 
 
 def register_tag(config: pytest.Config, tag: str) -> str | None:

@@ -182,6 +182,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         ctx.will_record = True
     if controller:
         ctx.note_ran(probes, filtered=run_is_filtered(config))
+    if probes and ctx.options.baseline is not None and ctx.gate is not None:
+        from .gate.shard import parse_nodeid
+
+        ctx.gate.note_collected({parse_nodeid(nodeid) for nodeid in probes})
     # Under --dist load the controller schedules whole scenarios (see xdist_runs).
     together = not hasattr(config, "workerinput") or config.option.dist in (
         "load",

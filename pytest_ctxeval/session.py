@@ -60,6 +60,8 @@ class CtxSession:
     # Controller side, for the gate: the (scenario file, strategy) pairs that
     # ran, and whether -k/-m/node ids narrowed the run.
     ran: set[tuple[str, str]] = field(default_factory=set)
+    # ... and the probes (scenario file, scenario, strategy, probe) it selected.
+    selected: set[tuple[str, str, str, str]] = field(default_factory=set)
     filtered: bool = False
     gate_result: GateResult | None = None
     _gate: Gate | None = None
@@ -167,7 +169,13 @@ class CtxSession:
         if self._gate is None:
             from .gate.run import BaselineError, Gate
 
-            gate = Gate(options.baseline, options.update_baseline, options.fail_if, options.shard)
+            gate = Gate(
+                options.baseline,
+                options.update_baseline,
+                options.fail_if,
+                options.shard,
+                allow_removed=options.allow_removed,
+            )
             try:
                 gate.load()
             except BaselineError as exc:
@@ -184,8 +192,9 @@ class CtxSession:
         from .gate.shard import parse_nodeid
 
         for nodeid in nodeids:
-            path, _, strategy, _ = parse_nodeid(nodeid)
-            self.ran.add((path, strategy))
+            key = parse_nodeid(nodeid)
+            self.ran.add((key[0], key[2]))
+            self.selected.add(key)
 
     def check_outputs(self) -> None:
         """Every output can be written: a usage error naming the option and
@@ -278,6 +287,8 @@ class CtxSession:
 
         record.run_id = self.run_id
         self.run_info.stamp(record)
+        if self.options.shard is not None:
+            record.shard = "{}/{}".format(*self.options.shard)
         if self._writer is None:
             self._writer = ResultWriter(self.options.results)
         self._writer.write(record)
@@ -327,6 +338,7 @@ class CtxSession:
         return gate.finish(
             self.records,
             ran=self.ran,
+            selected=self.selected,
             filtered=self.filtered,
             model=self.options.model,
             plugin_version=__version__,

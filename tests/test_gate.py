@@ -91,7 +91,7 @@ def test_a_new_context_loss_fails_with_what_changed_and_how_to_look(
     assert (
         "ctxeval show scenarios/recall.yaml --id recall --strategy sliding --probe launch-code"
     ) in text
-    assert "regression against the baseline: now a context loss (was ok)" in text
+    assert "regression against the baseline: the verdict fell: ok -> context_loss (was ok)" in text
     assert "gate exit code 1: a probe regressed" in text
     assert_no_traceback(result)
 
@@ -159,7 +159,9 @@ def test_errors_without_regressions_have_their_own_exit_code(ctx: CtxProject) ->
     assert "gate exit code 7: some items could not be evaluated" in output(result)
 
 
-def test_new_and_removed_probes_are_reported_not_failed(ctx: CtxProject) -> None:
+def test_new_probes_are_reported_and_unmatched_removed_ones_fail_unless_allowed(
+    ctx: CtxProject,
+) -> None:
     ctx.scenario("recall", RECALL)
     write_baseline(ctx)
     grown = RECALL.replace(
@@ -173,12 +175,19 @@ def test_new_and_removed_probes_are_reported_not_failed(ctx: CtxProject) -> None
     ctx.scenario("recall", grown)
     result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}")
     text = output(result)
-    assert result.ret == 0, text  # name/sliding is a loss, but new: not gated
+    assert result.ret == 9, text
     assert "2 probes not in the baseline (not gated)" in text
-    assert "2 baseline probes gone from the scenarios" in text
+    assert "gate: 2 baseline probes unmatched: gone from the scenarios" in text
+    assert "gate exit code 9" in text
+    # name/sliding is a loss, but new: not gated; the removal is allowed.
+    allowed = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "--ctx-allow-removed")
+    assert allowed.ret == 0, output(allowed)
+    assert "allowed by --ctx-allow-removed" in output(allowed)
+    ctx.ini(pythonpath=".", ctx_allow_removed="true")
+    assert ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}").ret == 0
     # Deselected with -k is not "gone".
-    narrowed = output(ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "-k", "cat"))
-    assert "gone from the scenarios" not in narrowed
+    narrowed = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "-k", "cat")
+    assert "gone from the scenarios" not in output(narrowed)
 
 
 def test_update_keeps_the_entries_of_strategies_it_did_not_run(ctx: CtxProject) -> None:

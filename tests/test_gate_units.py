@@ -107,7 +107,10 @@ def test_only_a_new_context_loss_regresses() -> None:
     assert [k[3] for k in result.new] == ["brand-new"]
     assert [k[3] for k in result.removed] == ["gone"]
     # Out of this run's scope (another strategy, a shard): not "removed".
-    assert compare(now, baseline, in_scope=lambda key: key[3] != "gone").removed == []
+    assert compare(now, baseline, scope=lambda key: "out").removed == []
+    # Still in the scenarios, yet not in the results: missing, not removed.
+    incomplete = compare(now, baseline, scope=lambda key: "expected")
+    assert (incomplete.removed, [k[3] for k in incomplete.missing]) == ([], ["gone"])
 
 
 def test_a_credible_fall_in_pass_rate_regresses_and_noise_does_not() -> None:

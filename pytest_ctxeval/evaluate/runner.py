@@ -18,6 +18,7 @@ run in daemon threads that nothing waits for (see ``workers``).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -544,6 +545,7 @@ def _new_record(
         strategy=spec.name,
         model=model,
         probe=probe.id,
+        probe_digest=hashlib.sha256(probe.question.encode()).hexdigest()[:16],
         verdict="error",
         classification="error",
         expected=_expected(probe),

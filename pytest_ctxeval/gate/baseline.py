@@ -35,6 +35,9 @@ class BaselineEntry(BaseModel):
     scenario: str
     strategy: str
     probe: str
+    # The probe's question, hashed: a renamed probe is matched by it
+    # (absent from baselines written before it was recorded).
+    probe_digest: str = ""
     classification: str
     verdict: str
     repeat: int = 1

@@ -4,6 +4,7 @@ the exit code."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,12 +17,13 @@ from .baseline import (
     Key,
     baseline_from_records,
     read_baseline,
+    record_key,
     write_baseline,
 )
-from .compare import Comparison, compare, item_decision
-from .exitcodes import GateExit, gate_exit
+from .compare import Comparison, Scope, compare, content_key, item_decision
+from .exitcodes import MEANING, GateExit, gate_exit
 from .rules import Breach, Rule, check_rules
-from .shard import in_shard
+from .shard import in_shard, shard_of
 
 
 @dataclass
@@ -30,6 +32,10 @@ class GateResult:
     breaches: list[Breach]
     exit: GateExit
     baseline_written: Path | None = None
+    # The shard count the results came from (None: not sharded), for the
+    # "N probes of shard i/n missing" line.
+    shards: int | None = None
+    allow_removed: bool = False
 
     def lines(self) -> list[str]:
         """The terminal's explanation: what regressed, from what to what, and
@@ -44,28 +50,57 @@ class GateResult:
                 lines.append(f"    {change.show_command}")
             for change in comparison.improvements:
                 lines.append(f"  improved  {change.name}: {change.before} -> {change.after}")
+            for change in comparison.notes:
+                lines.append(
+                    f"  not gated {change.name}: {change.before} -> {change.after} ({change.why})"
+                )
+            for old, new in comparison.renamed.items():
+                lines.append(f"  renamed   {'::'.join(old)} -> {'::'.join(new)} (same text)")
             counts = [
                 (len(comparison.known_losses), "known context losses"),
                 (len(comparison.new), "probes not in the baseline (not gated)"),
-                (len(comparison.removed), "baseline probes gone from the scenarios"),
             ]
             shown = [f"{k} {what}" for k, what in counts if k]
             if shown:
                 lines.append("  " + "; ".join(shown))
+            if comparison.missing:
+                lines.append(incomplete_line(comparison.missing, self.shards))
+            if comparison.removed:
+                lines.append(self._unmatched_line(comparison.removed))
         for breach in self.breaches:
             lines.append(f"  BUDGET    {breach}")
         if self.baseline_written is not None:
             lines.append(f"baseline written: {self.baseline_written}")
         if self.exit is not GateExit.OK:
-            lines.append(f"gate exit code {int(self.exit)}: {_EXIT_MEANING[self.exit]}")
+            lines.append(f"gate exit code {int(self.exit)}: {MEANING[self.exit]}")
         return lines
 
+    def _unmatched_line(self, removed: list[Key]) -> str:
+        n = len(removed)
+        text = (
+            f"gate: {n} baseline probe{'s' if n != 1 else ''} unmatched: gone from the "
+            "scenarios, and no probe of the same file, strategy and text replaces "
+            f"{'them' if n != 1 else 'it'} (e.g. {'::'.join(removed[0])})"
+        )
+        if self.allow_removed:
+            return text + "; allowed by --ctx-allow-removed"
+        return text + "; update the baseline, or pass --ctx-allow-removed"
 
-_EXIT_MEANING = {
-    GateExit.REGRESSION: "a probe regressed",
-    GateExit.BUDGET: "a --ctx-fail-if budget rule broke",
-    GateExit.ERRORS: "some items could not be evaluated (errors); nothing regressed",
-}
+
+def incomplete_line(missing: list[Key], shards: int | None) -> str:
+    """``results incomplete: 12 probes of shard 2/3 missing``."""
+    if not shards or shards < 2:
+        n = len(missing)
+        return (
+            f"results incomplete: {n} probe{'s' if n != 1 else ''} missing that the scenarios "
+            f"still have (e.g. {'::'.join(missing[0])})"
+        )
+    by_shard = Counter(shard_of(key[0], key[1], shards) for key in missing)
+    parts = [
+        f"{count} probe{'s' if count != 1 else ''} of shard {index}/{shards}"
+        for index, count in sorted(by_shard.items())
+    ]
+    return f"results incomplete: {', '.join(parts)} missing"
 
 
 @dataclass
@@ -74,8 +109,11 @@ class Gate:
     update: bool
     rules: tuple[Rule, ...] = ()
     shard: tuple[int, int] | None = None
+    allow_removed: bool = False
     baseline: Baseline | None = None
     _entries: dict[Key, BaselineEntry] = field(default_factory=dict)
+    # The probes this process collected, to tell a renamed probe's old entry.
+    _collected: set[Key] = field(default_factory=set)
 
     def load(self) -> None:
         """Read the baseline; a missing one is fine only when writing it.
@@ -86,29 +124,50 @@ class Gate:
         self.baseline = read_baseline(self.path)
         self._entries = self.baseline.by_key()
 
+    def note_collected(self, keys: set[Key]) -> None:
+        self._collected |= keys
+
     def decide(self, record: ResultRecord) -> tuple[str, str]:
         """How the item of ``record`` ends: see compare.item_decision. While
         the baseline is being written, the run itself is the baseline."""
         if self.update:
             return item_decision(record, BaselineEntry.from_record(record))
-        key = (record.scenario_file, record.scenario, record.strategy, record.probe)
-        return item_decision(record, self._entries.get(key))
+        return item_decision(record, self._before(record))
+
+    def _before(self, record: ResultRecord) -> BaselineEntry | None:
+        """The record's baseline entry, by id or, renamed, by content."""
+        before = self._entries.get(record_key(record))
+        if before is not None or (content := content_key(record)) is None:
+            return before
+        same = [
+            entry
+            for key, entry in self._entries.items()
+            if key not in self._collected and content_key(entry) == content
+        ]
+        return same[0] if len(same) == 1 else None
 
     def finish(
         self,
         records: list[ResultRecord],
         *,
         ran: set[tuple[str, str]],
+        selected: set[Key],
         filtered: bool,
         model: str,
         plugin_version: str,
     ) -> GateResult:
         """``ran``: the (scenario file, strategy) pairs this run selected;
-        ``filtered``: -k, -m or node ids narrowed the run, so a baseline probe
-        that did not run may just be deselected, not removed."""
+        ``selected``: the probes it selected; ``filtered``: -k, -m or node ids
+        narrowed the run, so a baseline probe that did not run may just be
+        deselected, not removed."""
 
         def in_scope(key: Key) -> bool:
             return not filtered and (key[0], key[2]) in ran and in_shard(self.shard, key[0], key[1])
+
+        def scope(key: Key) -> Scope:
+            if key in selected:
+                return "expected"
+            return "gone" if in_scope(key) else "out"
 
         errors = sum(r.classification == "error" for r in records)
         if self.update:
@@ -130,12 +189,19 @@ class Gate:
                 None, [], gate_exit(regressions=0, breaches=0, errors=errors), self.path
             )
         assert self.baseline is not None
-        comparison = compare(records, self.baseline, in_scope)
+        comparison = compare(records, self.baseline, scope)
         breaches = check_rules(list(self.rules), records, self.baseline)
         code = gate_exit(
-            regressions=len(comparison.regressions), breaches=len(breaches), errors=errors
+            regressions=len(comparison.regressions),
+            breaches=len(breaches),
+            errors=errors,
+            missing=len(comparison.missing),
+            unmatched=0 if self.allow_removed else len(comparison.removed),
         )
-        return GateResult(comparison, breaches, code)
+        shards = self.shard[1] if self.shard else None
+        return GateResult(
+            comparison, breaches, code, shards=shards, allow_removed=self.allow_removed
+        )
 
 
-__all__ = ["BaselineError", "Gate", "GateResult"]
+__all__ = ["BaselineError", "Gate", "GateResult", "incomplete_line"]

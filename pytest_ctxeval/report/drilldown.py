@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..results.record import ResultRecord
+from ..show_command import show_command
 from ..textcap import cap_text
 
 # Answers are diffed word by word; past this many characters, only their start.
@@ -176,7 +176,7 @@ def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[s
         },
         "params": record.strategy_params,
         "tags": record.tags,
-        "show": _show_command(record),
+        "show": show_command(record),
     }
 
 
@@ -188,25 +188,6 @@ def _first_break(breaks: list[dict[str, Any]], count: int) -> str | None:
     where = "tools" if first.get("message") is None else f"message {first['message']}"
     text = f"request {first.get('request')}, {where}: {first.get('reason')}"
     return text + (f" ({count} breaks)" if count > 1 else "")
-
-
-def _show_command(record: ResultRecord) -> str | None:
-    """The command that prints the window in full, untruncated."""
-    if not record.scenario_file:
-        return None
-    return shlex.join(
-        [
-            "ctxeval",
-            "show",
-            record.scenario_file,
-            "--id",
-            record.scenario,
-            "--strategy",
-            record.strategy,
-            "--probe",
-            record.probe,
-        ]
-    )
 
 
 def script_json(value: Any) -> Markup:

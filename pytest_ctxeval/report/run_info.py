@@ -31,7 +31,8 @@ class RunInfo:
     started_at: str  # ISO 8601, UTC, to the second
     model: str = ""
     run_id: str = ""
-    # Per strategy name: {"kind": ..., "params": {...}} as the spec gives them.
+    # Per strategy name: {"kind": ..., "params": {...}, "ref": ...} as the spec
+    # gives them; "ref" is a name --ctx-strategy accepts for it.
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def stamp(self, record: ResultRecord) -> None:
@@ -43,6 +44,10 @@ class RunInfo:
         known = self.strategies.get(record.strategy)
         if not record.strategy_params and known:
             record.strategy_params = dict(known["params"])
+        if self.strategies and not record.run_strategies:
+            record.run_strategies = sorted(self.strategies)
+        if not record.strategy_ref:
+            record.strategy_ref = known.get("ref", "") if known else ""
 
 
 def collect_run_info(
@@ -63,7 +68,11 @@ def collect_run_info(
         model=model,
         run_id=run_id,
         strategies={
-            spec.name: {"kind": strategy_kind(spec), "params": plain(spec.params)}
+            spec.name: {
+                "kind": strategy_kind(spec),
+                "params": plain(spec.params),
+                "ref": spec.resolvable,
+            }
             for spec in strategies
         },
     )

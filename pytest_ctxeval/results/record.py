@@ -54,6 +54,9 @@ class ResultRecord(BaseModel):
     strategy: str
     model: str
     probe: str
+    # sha256 of the probe's question (16 hex digits): the gate matches a probe
+    # whose scenario or probe id was renamed by it ("" when unknown).
+    probe_digest: str = ""
     # How many times the probe was asked under the strategy and under the
     # full context (--ctx-repeat); rates and intervals below cover them all.
     repeat: int = 1
@@ -113,6 +116,15 @@ class ResultRecord(BaseModel):
     started_at: str = ""
     # The strategy's parameters as it ran, defaults included.
     strategy_params: dict[str, Any] = Field(default_factory=dict)
+    # The run's configuration, so `ctxeval merge` can tell that shards belong
+    # together: the --ctx-shard it ran ("2/3", None unsharded), the strategies
+    # it ran, and sha256 (16 hex digits) of the scenario's file.
+    shard: str | None = None
+    run_strategies: list[str] = Field(default_factory=list)
+    scenario_digest: str = ""
+    # A name --ctx-strategy and `ctxeval show --strategy` accept for the
+    # strategy: its module:Class where its class names itself ("" when unknown).
+    strategy_ref: str = ""
     # The scenario's tags, for filtering the report.
     tags: list[str] = Field(default_factory=list)
     # The depth (0..1 of the session's tokens) of the needle the probe asks

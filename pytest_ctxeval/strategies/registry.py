@@ -54,9 +54,17 @@ class StrategySpec:
     name: str
     factory: StrategyFactory
     params: dict[str, Any] = field(default_factory=dict)
+    # A name ``resolve`` turns back into this strategy, where ``name`` is not
+    # one: a module:Class whose class names itself (``last-only``).
+    ref: str = ""
 
     def create(self) -> ContextStrategy:
         return self.factory(**self.params)
+
+    @property
+    def resolvable(self) -> str:
+        """A name --ctx-strategy and ``ctxeval show --strategy`` accept for it."""
+        return self.ref or self.name
 
 
 def _load_builtins() -> None:
@@ -220,7 +228,8 @@ def _pipeline_spec(
         factory()  # the order of the stages is checked before anything runs
     except ValueError as exc:
         raise StrategyParamError(f"{written!r}: {exc}") from None
-    return StrategySpec("+".join(part.name for part in parts), factory)
+    ref = "+".join(part.resolvable for part in parts) if any(p.ref for p in parts) else ""
+    return StrategySpec("+".join(part.name for part in parts), factory, ref=ref)
 
 
 def _specs(
@@ -240,7 +249,8 @@ def _specs(
         factory = _import_object(name.base, dirs)
         shown = own_name(factory) or name.base
         params = _checked(f"strategy {shown!r}", factory, name)
-        return [StrategySpec(_display(shown, factory, params), factory, params)]
+        ref = _display(name.base, factory, params) if shown != name.base else ""
+        return [StrategySpec(_display(shown, factory, params), factory, params, ref)]
     found = known.get(name.base)
     if isinstance(found, PresetFactory):
         preset = dict(found.preset.params)
