@@ -254,3 +254,194 @@ def test_a_shard_without_scenarios_succeeds_with_an_empty_results_file(
     assert (ctx.path / "shard.jsonl").read_text() == ""
     # Without --ctx-shard, a run that selects nothing is still pytest's exit 5.
     assert ctx.run(STRATEGIES, "-k", "nothing-matches").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+# -- the decision table, end to end -----------------------------------------------------------
+
+NO_EXPECTATION = RECALL.replace(
+    '      - {id: launch-code, user: "What is the launch code?", expect: {contains: "ZEBRA-42"}}',
+    '      - {id: launch-code, user: "What is the launch code?"}',
+)
+
+
+def test_a_fallen_verdict_regresses_whatever_it_is_called(
+    ctx: CtxProject, xdist_args: tuple[str, ...]
+) -> None:
+    ctx.scenario("recall", NO_EXPECTATION)
+    data = write_baseline(ctx)
+    by = {(e["strategy"], e["probe"]): e for e in data["entries"]}
+    assert by[("sliding", "launch-code")]["classification"] == "divergent"
+    edit_entry(ctx, "launch-code", "sliding", classification="ok", verdict="pass", pass_rate=1.0)
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", *xdist_args)
+    text = output(result)
+    assert result.ret == 1, text
+    assert "REGRESSED scenarios/recall.yaml::recall::launch-code[sliding]: ok -> divergent" in text
+    assert "the verdict fell: ok -> divergent" in text
+
+
+def test_a_beyond_context_pass_that_now_fails_regresses(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    # The full context does not fit: there is no ground truth, only the expectation.
+    window = ("--ctx-strategy=sliding", "--ctx-context-window=300")
+    assert ctx.run(*window, "--ctx-update-baseline").ret == 0
+    data = json.loads((ctx.path / BASELINE).read_text())
+    by = {(e["strategy"], e["probe"]): e for e in data["entries"]}
+    assert by[("sliding", "launch-code")]["classification"] == "beyond_context", by
+    assert by[("sliding", "launch-code")]["verdict"] == "fail"
+    edit_entry(ctx, "launch-code", "sliding", verdict="pass", pass_rate=1.0)
+    result = ctx.run(*window, f"--ctx-baseline={BASELINE}")
+    text = output(result)
+    assert result.ret == 1, text
+    assert "beyond_context-pass -> beyond_context-fail" in text
+
+
+def test_a_change_wilson_calls_not_credible_never_regresses(ctx: CtxProject) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx, "--ctx-repeat=3")
+    edit_entry(
+        ctx,
+        "launch-code",
+        "sliding",
+        classification="unstable",
+        verdict="fail",
+        pass_rate=1 / 3,
+        repeat=3,
+    )
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", "--ctx-repeat=3", "-rx")
+    text = output(result)
+    assert result.ret == 0, text
+    assert "gate: 0 regressions against the baseline" in text
+    assert "not credible (1/3 -> 0/3" in text
+
+
+def test_a_renamed_probe_is_matched_by_its_text(
+    ctx: CtxProject, xdist_args: tuple[str, ...]
+) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    edit_entry(ctx, "launch-code", "sliding", classification="ok", verdict="pass")
+    ctx.scenario(
+        "recall",
+        RECALL.replace("id: recall", "id: recall-v2").replace("id: launch-code", "id: code"),
+    )
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", *xdist_args)
+    text = output(result)
+    assert result.ret == 1, text
+    assert "REGRESSED scenarios/recall.yaml::recall-v2::code[sliding]: ok -> context_loss" in text
+    assert (
+        "renamed   scenarios/recall.yaml::recall::sliding::launch-code -> "
+        "scenarios/recall.yaml::recall-v2::sliding::code (same text)"
+    ) in text
+    assert "unmatched" not in text
+    result.assert_outcomes(passed=3, failed=1, xfailed=2)
+
+
+CUSTOM_STRATEGY = """
+    from pytest_ctxeval.strategies.base import BaseStrategy, Window
+
+
+    class LastMessageOnly(BaseStrategy):
+        name = "last-only"
+
+        def window(self):
+            return Window(messages=self.history[:1] + self.history[-1:])
+"""
+
+
+def test_the_show_command_the_gate_prints_works_for_a_module_class_strategy(
+    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ctxeval.cli import main
+
+    ctx.write("mystrategy.py", CUSTOM_STRATEGY)
+    ctx.scenario("recall", RECALL)
+    strategies = "--ctx-strategy=full,mystrategy:LastMessageOnly"
+    assert ctx.run(strategies, "--ctx-update-baseline").ret == 0
+    edit_entry(ctx, "launch-code", "last-only", classification="ok", verdict="pass")
+    result = ctx.run(strategies, f"--ctx-baseline={BASELINE}")
+    assert result.ret == 1, output(result)
+    command = next(
+        line.strip() for line in result.outlines if line.strip().startswith("ctxeval show")
+    )
+    assert "--strategy mystrategy:LastMessageOnly" in command
+    monkeypatch.chdir(ctx.path)
+    capsys.readouterr()
+    assert main(command.split()[1:]) == 0, capsys.readouterr().err
+    assert "What is the launch code?" in capsys.readouterr().out
+
+
+# -- completeness -------------------------------------------------------------------------------
+
+
+def test_a_missing_shard_is_refused_by_merge_and_by_the_gate(
+    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ctxeval.cli import main
+
+    for i in range(6):
+        ctx.scenario(f"s{i}", RECALL.replace("id: recall", f"id: recall-{i}"))
+    write_baseline(ctx)
+    for k in (1, 2):
+        shard = ctx.run(
+            STRATEGIES,
+            f"--ctx-shard={k}/2",
+            "--ctx-fail-on=never",
+            f"--ctx-results=reports/shard-{k}.jsonl",
+        )
+        assert shard.ret == 0, output(shard)
+    second = len(ctx.results("reports/shard-2.jsonl"))
+    assert second > 0
+    monkeypatch.chdir(ctx.path)
+    capsys.readouterr()
+
+    assert main(["merge", "-o", "reports/all.jsonl", "reports/shard-1.jsonl"]) == 8
+    assert "shard 2/2 missing: 1 of 2 shards have results" in capsys.readouterr().err
+    twice = ["reports/shard-1.jsonl", "reports/shard-1.jsonl"]
+    assert main(["merge", "-o", "reports/all.jsonl", *twice]) == 8
+    assert "shard 1/2 is in both" in capsys.readouterr().err
+
+    assert main(["gate", "reports/shard-1.jsonl", "--baseline", BASELINE]) == 8
+    out = capsys.readouterr().out
+    assert f"results incomplete: {second} probes of shard 2/2 missing" in out
+    assert "gate exit code 8" in out
+
+    both = ["reports/shard-1.jsonl", "reports/shard-2.jsonl"]
+    assert main(["merge", "-o", "reports/all.jsonl", *both]) == 0
+    assert main(["gate", "reports/all.jsonl", "--baseline", BASELINE]) == 0, capsys.readouterr()
+
+    # A shard of another run configuration does not belong.
+    other = ctx.run(
+        "--ctx-strategy=full",
+        "--ctx-shard=2/2",
+        "--ctx-fail-on=never",
+        "--ctx-results=reports/shard-2.jsonl",
+    )
+    assert other.ret == 0
+    capsys.readouterr()
+    assert main(["merge", "-o", "reports/all.jsonl", *both]) == 8
+    assert "come from different runs: strategies 'full' against 'full,sliding'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_run_that_lacks_probes_its_scenarios_have_is_incomplete(
+    ctx: CtxProject, xdist_args: tuple[str, ...]
+) -> None:
+    ctx.scenario("recall", RECALL)
+    write_baseline(ctx)
+    # Something outside the plugin keeps an item from running.
+    ctx.write(
+        "conftest.py",
+        """
+        import pytest
+
+        def pytest_runtest_setup(item):
+            if item.nodeid.endswith("cat[full]"):
+                pytest.skip("not today")
+        """,
+    )
+    result = ctx.run(STRATEGIES, f"--ctx-baseline={BASELINE}", *xdist_args)
+    text = output(result)
+    assert result.ret == 8, text
+    assert "results incomplete: 1 probe missing that the scenarios still have" in text
+    assert "scenarios/recall.yaml::recall::full::cat" in text

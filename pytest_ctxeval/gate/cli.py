@@ -30,6 +30,18 @@ def add_commands(command: AddCommand) -> None:
         "--fail-if", default="", metavar="RULES", help="Budget rules, as --ctx-fail-if"
     )
     gate.add_argument("--summary", type=Path, help="Append a Markdown summary to this file")
+    gate.add_argument(
+        "--allow-removed",
+        action="store_true",
+        help="Pass although baseline probes match nothing in the results, as --ctx-allow-removed",
+    )
+    gate.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="The project root the scenario paths are relative to (default: the current "
+        "directory): a baseline probe its scenarios still have must be in the results",
+    )
 
 
 def _is_baseline(path: Path) -> bool:
@@ -40,6 +52,7 @@ def _is_baseline(path: Path) -> bool:
 
 def merge(args: argparse.Namespace) -> int:
     from ..results.store import load_results, write_results
+    from .completeness import IncompleteShards, check_shards
 
     try:
         kinds = {_is_baseline(path) for path in args.inputs}
@@ -55,10 +68,12 @@ def merge(args: argparse.Namespace) -> int:
             write_baseline(args.output, merged)
             print(f"baseline: {args.output} ({len(merged.entries)} entries)")
             return 0
+        loaded = [(path, load_results(path)) for path in args.inputs]
+        check_shards(loaded)
         seen: dict[Key, Path] = {}
         records = []
-        for path in args.inputs:
-            for record in load_results(path):
+        for path, found in loaded:
+            for record in found:
                 key = (record.scenario_file, record.scenario, record.strategy, record.probe)
                 if key in seen:
                     raise ValueError(
@@ -67,6 +82,9 @@ def merge(args: argparse.Namespace) -> int:
                     )
                 seen[key] = path
                 records.append(record)
+    except IncompleteShards as exc:
+        print(f"ctxeval merge: {exc}", file=sys.stderr)
+        return int(GateExit.INCOMPLETE)
     except (OSError, ValueError, BaselineError) as exc:
         print(f"ctxeval merge: {exc}", file=sys.stderr)
         return 1
@@ -79,6 +97,7 @@ def gate(args: argparse.Namespace) -> int:
     from ..report.markdown import markdown_summary
     from ..results.store import load_results
     from .compare import compare
+    from .completeness import scenario_scope, shard_count
     from .exitcodes import gate_exit
     from .rules import RuleError, check_rules, parse_rules
     from .run import GateResult
@@ -93,12 +112,26 @@ def gate(args: argparse.Namespace) -> int:
     except (OSError, ValueError, BaselineError) as exc:
         print(f"ctxeval gate: {exc}", file=sys.stderr)
         return int(GateExit.USAGE)
-    # The results are the whole run: every baseline probe not in them is gone.
-    comparison = compare(records, baseline)
+    # A baseline probe the results lack is out of the run's scope, still in
+    # the scenarios (the results are incomplete), or gone from them.
+    comparison = compare(records, baseline, scenario_scope(records, args.root))
     breaches = check_rules(rules, records, baseline)
     errors = sum(r.classification == "error" for r in records)
-    code = gate_exit(regressions=len(comparison.regressions), breaches=len(breaches), errors=errors)
-    for line in GateResult(comparison, breaches, code).lines():
+    code = gate_exit(
+        regressions=len(comparison.regressions),
+        breaches=len(breaches),
+        errors=errors,
+        missing=len(comparison.missing),
+        unmatched=0 if args.allow_removed else len(comparison.removed),
+    )
+    result = GateResult(
+        comparison,
+        breaches,
+        code,
+        shards=shard_count(records),
+        allow_removed=args.allow_removed,
+    )
+    for line in result.lines():
         print(line)
     if args.summary:
         with args.summary.open("a", encoding="utf-8") as fh:

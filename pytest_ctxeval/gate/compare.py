@@ -150,9 +150,7 @@ def compare(
     return result
 
 
-def _add(
-    result: Comparison, key: Key, before: BaselineEntry | None, record: ResultRecord
-) -> None:
+def _add(result: Comparison, key: Key, before: BaselineEntry | None, record: ResultRecord) -> None:
     was, now = entry_outcome(before), record_outcome(record)
     cell = decide(was, now)
 

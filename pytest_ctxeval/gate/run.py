@@ -164,9 +164,13 @@ class Gate:
         def in_scope(key: Key) -> bool:
             return not filtered and (key[0], key[2]) in ran and in_shard(self.shard, key[0], key[1])
 
+        swept = any("@" in key[3] for key in selected)
+
         def scope(key: Key) -> Scope:
             if key in selected:
                 return "expected"
+            if "@" in key[3] and not swept:  # a --ctx-sweep point; this run did not sweep
+                return "out"
             return "gone" if in_scope(key) else "out"
 
         errors = sum(r.classification == "error" for r in records)

@@ -117,9 +117,7 @@ class Outcome:
 ABSENT = Outcome("absent", 0, 0)
 
 
-def outcome_of(
-    classification: str, verdict: str, pass_rate: float | None, repeat: int
-) -> Outcome:
+def outcome_of(classification: str, verdict: str, pass_rate: float | None, repeat: int) -> Outcome:
     """A record's or a baseline entry's outcome as the table names it."""
     name = classification
     if classification == "beyond_context":
@@ -186,6 +184,5 @@ def markdown_table() -> str:
 
 def markdown_legend() -> str:
     return "\n".join(
-        f"- **{symbol}** {decision}: {meaning}"
-        for symbol, (decision, meaning) in LEGEND.items()
+        f"- **{symbol}** {decision}: {meaning}" for symbol, (decision, meaning) in LEGEND.items()
     )
