@@ -317,6 +317,7 @@ class CtxSession:
             self.records,
             run_info=self.run_info,
             comparison=self.gate_result.comparison if self.gate_result else None,
+            gate=self.gate_result,
             gated=self.gate is not None,
             fail_on=self.options.fail_on,
         )
@@ -342,6 +343,7 @@ class CtxSession:
             filtered=self.filtered,
             model=self.options.model,
             plugin_version=__version__,
+            git_commit=self.run_info.git_commit,
         )
 
     def _append_summary(self, path: Path) -> None:

@@ -78,6 +78,8 @@ def test_the_documented_workflow_runs_gates_and_reports(project: Path) -> None:
     assert len(keys) == len(merged)
     assert {r["scenario"] for r in merged} == {f"recall-{i}" for i in range(4)}
     assert "## ctxeval:" in (project / "summary.md").read_text()
+    report = (project / "reports" / "ctxeval.html").read_text()
+    assert 'id="gate-decision">gate passed: 0 regressions' in report
 
     # A probe the baseline remembers as ok now loses its fact: the gate step fails.
     baseline = project / "ctxeval-baseline.json"
@@ -92,6 +94,11 @@ def test_the_documented_workflow_runs_gates_and_reports(project: Path) -> None:
     assert run_workflow(project) == 1
     summary = (project / "summary.md").read_text()
     assert "### Regressions" in summary and "recall-2" in summary
+    # The artifact agrees with the gate: one failure, the regressed probe marked.
+    report = (project / "reports" / "ctxeval.html").read_text()
+    assert 'id="gate-decision">gate failed (exit 1): 1 regression' in report
+    assert '<span class="outcome failed">1 failed</span>' in report
+    assert 'class="gate regressed"' in report
 
 
 def ctxeval(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

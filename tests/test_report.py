@@ -597,3 +597,50 @@ def test_new_classifications_are_ranked_counted_and_explained():
     assert beyond["no_ground_truth"].startswith("the full context (9,000 tokens) exceeds")
     (line,) = [x for x in summary_lines(records) if x.startswith("sliding")]
     assert "other 1" in line  # beyond_context is counted, not lost
+
+
+def test_the_header_says_what_the_gate_decided_and_marks_regressions_apart(records):
+    from pytest_ctxeval.gate.exitcodes import GateExit
+    from pytest_ctxeval.gate.run import GateResult
+
+    key = ("s.yaml", "needle", "headtail", "p2")
+    comparison = Comparison(
+        regressions=[Change(key, "ok", "context_loss", "the verdict fell: ok -> context_loss")],
+        known_losses=[("s.yaml", "needle", "sliding", "p9")],
+    )
+    regressed = rec(
+        scenario_file="s.yaml",
+        strategy="headtail",
+        probe="p2",
+        verdict="fail",
+        classification="context_loss",
+    )
+    known = rec(
+        scenario_file="s.yaml",
+        strategy="sliding",
+        probe="p9",
+        verdict="fail",
+        classification="context_loss",
+    )
+    gate = GateResult(comparison, [], GateExit.REGRESSION, baseline_commit="abc1234")
+    html = render_report([regressed, known], gate=gate)
+    assert re.search(
+        r'id="gate-decision">gate failed \(exit 1\): 1 regression; a probe regressed', html
+    )
+    assert "against the baseline of abc1234" in html
+    # The matrix: the regressed pair stands out, the known loss does not.
+    matrix = section(html, "matrix")
+    assert matrix.count('class="cell context_loss regressed"') == 1
+    assert "▼ 1 regressed" in matrix
+    # The filter offers both marks; the drill-down says what the probe was.
+    assert '<select id="f-gate"><option value="">all</option><option>regressed</option>' in html
+    assert "<option>known loss</option>" in html
+    lost = item(html, "needle", "headtail", "p2")
+    assert lost["gate"] == "regressed"
+    assert lost["gate_note"].startswith("was ok in the baseline of abc1234")
+    assert item(html, "needle", "sliding", "p9")["gate"] == "known loss"
+    # The counts are the gate's: one failure, the known loss xfailed.
+    assert '<span class="outcome failed">1 failed</span>' in html
+    passed = GateResult(Comparison(), [], GateExit.OK)
+    assert 'id="gate-decision">gate passed: 0 regressions' in render_report([known], gate=passed)
+    assert 'id="gate-decision"' not in render_report([known])

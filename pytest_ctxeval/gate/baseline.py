@@ -67,6 +67,8 @@ class Baseline(BaseModel):
     model: str = ""
     plugin_version: str = ""
     created: str = ""
+    # The tested project's commit the baseline was written at ("" if unknown).
+    git_commit: str = ""
     entries: list[BaselineEntry] = Field(default_factory=list)
 
     def by_key(self) -> dict[Key, BaselineEntry]:

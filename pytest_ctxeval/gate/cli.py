@@ -10,9 +10,22 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .baseline import BaselineError, Key, merge_baselines, read_baseline, write_baseline
+from .baseline import (
+    Baseline,
+    BaselineError,
+    Key,
+    merge_baselines,
+    read_baseline,
+    write_baseline,
+)
 from .exitcodes import GateExit
+
+if TYPE_CHECKING:
+    from ..results.record import ResultRecord
+    from .rules import Rule
+    from .run import GateResult
 
 AddCommand = Callable[[str, str], argparse.ArgumentParser]
 
@@ -96,11 +109,7 @@ def merge(args: argparse.Namespace) -> int:
 def gate(args: argparse.Namespace) -> int:
     from ..report.markdown import markdown_summary
     from ..results.store import load_results
-    from .compare import compare
-    from .completeness import scenario_scope, shard_count
-    from .exitcodes import gate_exit
-    from .rules import RuleError, check_rules, parse_rules
-    from .run import GateResult
+    from .rules import RuleError, parse_rules
 
     try:
         records = load_results(args.results)
@@ -112,9 +121,36 @@ def gate(args: argparse.Namespace) -> int:
     except (OSError, ValueError, BaselineError) as exc:
         print(f"ctxeval gate: {exc}", file=sys.stderr)
         return int(GateExit.USAGE)
+    result = gate_result(records, baseline, rules, args.root, allow_removed=args.allow_removed)
+    for line in result.lines():
+        print(line)
+    if args.summary:
+        with args.summary.open("a", encoding="utf-8") as fh:
+            fh.write(
+                markdown_summary(records, comparison=result.comparison, breaches=result.breaches)
+            )
+    return int(result.exit)
+
+
+def gate_result(
+    records: list[ResultRecord],
+    baseline: Baseline,
+    rules: list[Rule],
+    root: Path,
+    *,
+    allow_removed: bool = False,
+) -> GateResult:
+    """The gate over a results file: ``ctxeval gate``, and the header of
+    ``ctxeval report --baseline``."""
+    from .compare import compare
+    from .completeness import scenario_scope, shard_count
+    from .exitcodes import gate_exit
+    from .rules import check_rules
+    from .run import GateResult
+
     # A baseline probe the results lack is out of the run's scope, still in
     # the scenarios (the results are incomplete), or gone from them.
-    comparison = compare(records, baseline, scenario_scope(records, args.root))
+    comparison = compare(records, baseline, scenario_scope(records, root))
     breaches = check_rules(rules, records, baseline)
     errors = sum(r.classification == "error" for r in records)
     code = gate_exit(
@@ -122,21 +158,16 @@ def gate(args: argparse.Namespace) -> int:
         breaches=len(breaches),
         errors=errors,
         missing=len(comparison.missing),
-        unmatched=0 if args.allow_removed else len(comparison.removed),
+        unmatched=0 if allow_removed else len(comparison.removed),
     )
-    result = GateResult(
+    return GateResult(
         comparison,
         breaches,
         code,
         shards=shard_count(records),
-        allow_removed=args.allow_removed,
+        allow_removed=allow_removed,
+        baseline_commit=baseline.git_commit,
     )
-    for line in result.lines():
-        print(line)
-    if args.summary:
-        with args.summary.open("a", encoding="utf-8") as fh:
-            fh.write(markdown_summary(records, comparison=comparison, breaches=breaches))
-    return int(code)
 
 
-__all__ = ["add_commands", "gate", "merge"]
+__all__ = ["add_commands", "gate", "gate_result", "merge"]

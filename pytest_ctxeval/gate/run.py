@@ -36,6 +36,20 @@ class GateResult:
     # "N probes of shard i/n missing" line.
     shards: int | None = None
     allow_removed: bool = False
+    # The commit the baseline was written at, for "was ok in the baseline of <commit>".
+    baseline_commit: str = ""
+
+    @property
+    def headline(self) -> str:
+        """One line for the report's header: what the gate decided."""
+        if self.comparison is None:
+            return "baseline written; nothing compared"
+        n = len(self.comparison.regressions)
+        verdict = "passed" if self.exit is GateExit.OK else f"failed (exit {int(self.exit)})"
+        said = f"{n} regression{'s' if n != 1 else ''}"
+        if self.exit is not GateExit.OK:
+            said += f"; {MEANING[self.exit]}"
+        return f"gate {verdict}: {said}"
 
     def lines(self) -> list[str]:
         """The terminal's explanation: what regressed, from what to what, and
@@ -155,6 +169,7 @@ class Gate:
         filtered: bool,
         model: str,
         plugin_version: str,
+        git_commit: str | None = None,
     ) -> GateResult:
         """``ran``: the (scenario file, strategy) pairs this run selected;
         ``selected``: the probes it selected; ``filtered``: -k, -m or node ids
@@ -182,6 +197,7 @@ class Gate:
                 records,
                 model=model,
                 plugin_version=plugin_version,
+                git_commit=git_commit or "",
                 created=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             )
             seen = {e.key for e in fresh.entries}
@@ -204,7 +220,12 @@ class Gate:
         )
         shards = self.shard[1] if self.shard else None
         return GateResult(
-            comparison, breaches, code, shards=shards, allow_removed=self.allow_removed
+            comparison,
+            breaches,
+            code,
+            shards=shards,
+            allow_removed=self.allow_removed,
+            baseline_commit=self.baseline.git_commit,
         )
 
 

@@ -114,8 +114,12 @@ class DrilldownData:
             self.facts.append(dict(key))
         return self._fact_ids[key]
 
-    def add(self, record: ResultRecord, outcome: str) -> None:
-        self.items.append(item_data(self, record, outcome))
+    def add(self, record: ResultRecord, outcome: str, gate: tuple[str, str] | None = None) -> None:
+        """``gate``: how the item stands against the baseline (mark, note)."""
+        item = item_data(self, record, outcome)
+        if gate is not None:
+            item["gate"], item["gate_note"] = gate
+        self.items.append(item)
 
     def payload(self) -> dict[str, Any]:
         return {

@@ -20,8 +20,9 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
-from ..gate.baseline import Key
+from ..gate.baseline import Key, record_key
 from ..gate.compare import Comparison
+from ..gate.run import GateResult
 from ..results.analysis import strategy_table, typed_frame
 from ..results.frame import classification_matrix, records_frame, strategy_summary
 from ..results.record import CLASSIFICATIONS, ResultRecord
@@ -137,7 +138,10 @@ _SHORT = {
 }
 
 
-def _matrix_rows(matrix: pd.DataFrame) -> list[dict[str, Any]]:
+def _matrix_rows(
+    matrix: pd.DataFrame, regressed: Mapping[tuple[str, str], int]
+) -> list[dict[str, Any]]:
+    """``regressed``: per (scenario, strategy), the probes the gate found regressed."""
     rows = []
     for scenario, cells in matrix.iterrows():
         row = []
@@ -145,17 +149,62 @@ def _matrix_rows(matrix: pd.DataFrame) -> list[dict[str, Any]]:
             # The cell text starts with the classification name; it picks the colour.
             name, _, count = (text or "").partition(" ")
             label = f"{_SHORT.get(name, name)} {count}".strip()
-            row.append({"text": text, "label": label, "cls": name or "none", "strategy": strategy})
+            worse = regressed.get((str(scenario), str(strategy)), 0)
+            if worse:
+                text = f"{text}; {worse} regressed against the baseline"
+            row.append(
+                {
+                    "text": text,
+                    "label": label,
+                    "cls": name or "none",
+                    "strategy": strategy,
+                    "regressed": worse,
+                }
+            )
         rows.append({"scenario": scenario, "cells": row})
     return rows
 
 
-def _item_rows(records: list[ResultRecord], outcomes: list[str]) -> list[dict[str, Any]]:
+# How each item stands against the baseline, for the matrix, filters and drill-down.
+GATE_MARKS = ("regressed", "known loss", "improved", "new")
+
+
+def gate_marks(comparison: Comparison | None, commit: str = "") -> dict[Key, tuple[str, str]]:
+    """Per record key: (mark, what it means), e.g. ("regressed", "was ok in the
+    baseline of 1a2b3c4: ...")."""
+    if comparison is None:
+        return {}
+    of = f"the baseline of {commit}" if commit else "the baseline"
+    marks: dict[Key, tuple[str, str]] = {}
+    for change in comparison.regressions:
+        marks[change.key] = ("regressed", f"was {change.before} in {of}: {change.why}")
+    for change in comparison.improvements:
+        marks[change.key] = ("improved", f"was {change.before} in {of}")
+    for key in comparison.known_losses:
+        marks.setdefault(key, ("known loss", f"a context loss in {of} too"))
+    for key in comparison.new:
+        marks.setdefault(key, ("new", f"not in {of}: not gated"))
+    return marks
+
+
+def _item_rows(
+    records: list[ResultRecord], outcomes: list[str], marks: dict[Key, tuple[str, str]]
+) -> list[dict[str, Any]]:
     rows = []
     for index, (record, outcome) in enumerate(zip(records, outcomes, strict=True)):
         full = record.full_prompt_tokens
         saved = 1 - record.prompt_tokens / full if full else None
-        rows.append({"index": index, "record": record, "outcome": outcome, "saved": saved})
+        mark, note = marks.get(record_key(record), ("", ""))
+        rows.append(
+            {
+                "index": index,
+                "record": record,
+                "outcome": outcome,
+                "saved": saved,
+                "gate": mark,
+                "gate_note": note,
+            }
+        )
     return rows
 
 
@@ -165,6 +214,7 @@ def render_report(
     title: str = "pytest-ctxeval report",
     run_info: RunInfo | Mapping[str, Any] | None = None,
     comparison: Comparison | None = None,
+    gate: GateResult | None = None,
     gated: bool = False,
     fail_on: str = FAIL_ON_DEFAULT,
 ) -> str:
@@ -174,9 +224,20 @@ def render_report(
     mapping is shown as given).  ``comparison``: the run against a baseline
     (``gate.compare.compare``), shown as its own section.  ``gated``: the
     baseline gate decided the items (also while it only wrote the baseline,
-    without a comparison): only a regression or an error failed.  Otherwise
+    without a comparison): only a regression or an error failed.  ``gate``:
+    what the gate decided, for the header (its comparison serves when
+    ``comparison`` is not given).  Otherwise
     ``fail_on``, the run's ``--ctx-fail-on``, did; the counts match pytest's."""
+    if comparison is None and gate is not None:
+        comparison = gate.comparison
+    gated = gated or gate is not None
     records = sorted(records, key=lambda r: (r.scenario, r.strategy, r.probe, r.repeat))
+    marks = gate_marks(comparison, gate.baseline_commit if gate is not None else "")
+    regressed_cells: dict[tuple[str, str], int] = {}
+    for record in records:
+        if marks.get(record_key(record), ("",))[0] == "regressed":
+            cell = (record.scenario, record.strategy)
+            regressed_cells[cell] = regressed_cells.get(cell, 0) + 1
     df = records_frame(records)
     summary = strategy_summary(df)
     matrix = classification_matrix(df)
@@ -186,7 +247,7 @@ def render_report(
     outcomes = [pytest_outcome(r, fail_on, regressed) for r in records]
     drilldown = DrilldownData()
     for record, outcome in zip(records, outcomes, strict=True):
-        drilldown.add(record, outcome)
+        drilldown.add(record, outcome, marks.get(record_key(record)))
     series = prompt_series_charts(df)
     context = {
         "title": title,
@@ -198,7 +259,9 @@ def render_report(
         "classifications": CLASSIFICATIONS,
         "summary": [{"strategy": s, **row} for s, row in summary.to_dict("index").items()],
         "strategies": list(matrix.columns),
-        "matrix": _matrix_rows(matrix),
+        "matrix": _matrix_rows(matrix, regressed_cells),
+        "gate": gate,
+        "gate_marks": [m for m in GATE_MARKS if any(v[0] == m for v in marks.values())],
         "chart": tokens_chart(
             {str(k): int(v) for k, v in summary["cumulative_input_tokens"].items()}
         ),
@@ -208,7 +271,7 @@ def render_report(
         **sweep_context(records),
         "comparison": comparison,
         "baseline_chart": baseline_chart(comparison),
-        "items": _item_rows(records, outcomes),
+        "items": _item_rows(records, outcomes, marks),
         "tags": sorted({tag for r in records for tag in r.tags}),
         "evidence": evidence_survival(records),
         "evidence_states": STATES,

@@ -78,7 +78,9 @@ def _comparison_lines(comparison: Comparison) -> list[str]:
     counts = [
         (len(comparison.known_losses), "known context losses (in the baseline)"),
         (len(comparison.new), "probes not in the baseline"),
-        (len(comparison.removed), "baseline probes not run"),
+        (len(comparison.renamed), "probes renamed (matched by their text)"),
+        (len(comparison.missing), "probes missing from the results (incomplete)"),
+        (len(comparison.removed), "baseline probes unmatched"),
     ]
     shown = [f"{n} {what}" for n, what in counts if n]
     if shown:
