@@ -193,6 +193,9 @@ class ProbeItem(pytest.Item):
         )
         record.nodeid = self.nodeid
         record.scenario_digest = file_digest(self.path)
+        # Here, not on the controller: under xdist only the workers resolve strategies.
+        record.strategy_ref = self.spec.resolvable
+        record.run_strategies = sorted(spec.name for spec in session.strategies)
         if session.options.budgets:
             record.budget = self.spec.params.get("budget_tokens")
         self.stash[RECORD_KEY] = record

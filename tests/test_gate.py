@@ -349,7 +349,10 @@ CUSTOM_STRATEGY = """
 
 
 def test_the_show_command_the_gate_prints_works_for_a_module_class_strategy(
-    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ctx: CtxProject,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    xdist_args: tuple[str, ...],
 ) -> None:
     from pytest_ctxeval.cli import main
 
@@ -358,7 +361,7 @@ def test_the_show_command_the_gate_prints_works_for_a_module_class_strategy(
     strategies = "--ctx-strategy=full,mystrategy:LastMessageOnly"
     assert ctx.run(strategies, "--ctx-update-baseline").ret == 0
     edit_entry(ctx, "launch-code", "last-only", classification="ok", verdict="pass")
-    result = ctx.run(strategies, f"--ctx-baseline={BASELINE}")
+    result = ctx.run(strategies, f"--ctx-baseline={BASELINE}", *xdist_args)
     assert result.ret == 1, output(result)
     command = next(
         line.strip() for line in result.outlines if line.strip().startswith("ctxeval show")

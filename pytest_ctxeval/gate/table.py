@@ -34,9 +34,16 @@ OUTCOMES: tuple[str, ...] = (
 
 # symbol -> (decision, what it means)
 LEGEND: dict[str, tuple[str, str]] = {
-    "R": ("regression", "the verdict fell (pass -> fail): fails the gate"),
-    "I": ("improvement", "the verdict rose (fail -> pass): listed"),
-    "=": ("unchanged", "the same verdict: nothing to say (a failing one is a known failure)"),
+    "R": (
+        "regression",
+        "the verdict fell (pass -> fail); repeated, the pass rate fell credibly: fails the gate",
+    ),
+    "I": ("improvement", "the verdict rose (fail -> pass); repeated, credibly: listed"),
+    "=": (
+        "unchanged",
+        "the same verdict, or a change the Wilson rule calls not credible: not gated "
+        "(a failing one is a known failure)",
+    ),
     "~": ("by pass rate", "only with --ctx-repeat: the Wilson rule decides R, I or ="),
     "M": (
         "model",

@@ -31,8 +31,7 @@ class RunInfo:
     started_at: str  # ISO 8601, UTC, to the second
     model: str = ""
     run_id: str = ""
-    # Per strategy name: {"kind": ..., "params": {...}, "ref": ...} as the spec
-    # gives them; "ref" is a name --ctx-strategy accepts for it.
+    # Per strategy name: {"kind": ..., "params": {...}} as the spec gives them.
     strategies: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def stamp(self, record: ResultRecord) -> None:
@@ -46,8 +45,6 @@ class RunInfo:
             record.strategy_params = dict(known["params"])
         if self.strategies and not record.run_strategies:
             record.run_strategies = sorted(self.strategies)
-        if not record.strategy_ref:
-            record.strategy_ref = known.get("ref", "") if known else ""
 
 
 def collect_run_info(
@@ -68,11 +65,7 @@ def collect_run_info(
         model=model,
         run_id=run_id,
         strategies={
-            spec.name: {
-                "kind": strategy_kind(spec),
-                "params": plain(spec.params),
-                "ref": spec.resolvable,
-            }
+            spec.name: {"kind": strategy_kind(spec), "params": plain(spec.params)}
             for spec in strategies
         },
     )
