@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
+from .cli_validate import include_root, validate
 from .gate import cli as gate_cli
 from .llm.error_text import error_line
 
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.error(f"no command given; commands: {', '.join(parser.choices())}")
     handler = {
-        "validate": _validate,
+        "validate": validate,
         "schema": _schema,
         "strategies": _strategies,
         "show": _show,
@@ -148,68 +148,6 @@ def _version() -> str:
         return version("pytest-ctxeval")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown"
-
-
-def _validate(args: argparse.Namespace) -> int:
-    from .scenario.errors import ScenarioError, ScenarioWarning
-    from .scenario.loader import load_scenarios
-
-    files: list[tuple[Path, Path]] = []  # (file, the root its includes must stay in)
-    for path in args.paths:
-        if path.is_dir():
-            # As the plugin collects: folders starting with "_" hold fragments.
-            found = (
-                p
-                for p in path.rglob("*.y*ml")
-                if not any(part.startswith("_") for part in p.relative_to(path).parts)
-            )
-            files.extend((file, args.root or path) for file in sorted(found))
-        else:
-            files.append((path, _include_root(path, args.root)))
-    bad = 0
-    for file, root in files:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ScenarioWarning)
-            try:
-                scenarios = load_scenarios(file, root=root)
-            except ScenarioError as exc:
-                bad += 1
-                print(exc, file=sys.stderr)
-                scenarios = None
-        notes = _scenario_warnings(caught)
-        for note in notes:
-            print(note, file=sys.stderr)
-        if scenarios is not None:
-            counted = f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}"
-            if notes:
-                counted += f", {len(notes)} warning{'s' if len(notes) != 1 else ''}"
-            print(f"{file}: ok ({counted})")
-    return 1 if bad else 0
-
-
-def _scenario_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
-    """ScenarioWarnings as "file:line:col: warning: ..."; any other warning
-    is shown as Python would have shown it."""
-    from .scenario.errors import ScenarioWarning
-
-    notes = []
-    for record in caught:
-        message = record.message
-        if not isinstance(message, ScenarioWarning):
-            warnings.showwarning(message, record.category, record.filename, record.lineno)
-        elif message.problem is not None:
-            p = message.problem
-            notes.append(f"{p.path}:{p.line}:{p.column}: warning: {p.message}")
-        else:
-            notes.append(f"warning: {message}")
-    return notes
-
-
-def _include_root(file: Path, root: Path | None) -> Path:
-    if root is not None:
-        return root
-    cwd = Path.cwd()
-    return cwd if file.resolve().is_relative_to(cwd) else file.parent
 
 
 def _allow_templates(node: object) -> None:
@@ -357,7 +295,7 @@ def _show(args: argparse.Namespace) -> int:
         problem = describe_unknown_model(args.model, calls_model=False)
         if problem:
             raise ValueError(f"--model: {problem}")
-        conversations = load_conversations(args.scenario, root=_include_root(args.scenario, None))
+        conversations = load_conversations(args.scenario, root=include_root(args.scenario, None))
         (spec,) = resolve(args.strategy, preset_dirs=[Path.cwd() / "strategies"])
         conversation = next((c for c in conversations if args.id in (None, c.id)), None)
         if conversation is None:

@@ -37,6 +37,7 @@ from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
 from ..textcap import cap_text
 from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .calibration import decoy_pass, uncheckable
 from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer, ask
@@ -329,6 +330,11 @@ class Evaluator:
                 f"strategy {spec.name!r} built a window of {record.prompt_tokens:,} tokens, "
                 f"over the model's context window of {limit:,}"
             )
+            return item
+        found = decoy_pass(conversation, probe)
+        if found is not None:
+            # A decoy that knows nothing meets the expectation: no verdict, no model call.
+            uncheckable(record, found, item.trace)
             return item
         item.window = window
         return item
