@@ -126,7 +126,7 @@ def _first_pass(
     conversation: Conversation, probe: ProbeCase, key: str, expectations: list[Expectation]
 ) -> DecoyPass | None:
     for decoy in decoys(conversation, probe, key, expectations):
-        if _meets(decoy.text, expectations):
+        if _meets(decoy.text, expectations, probe.question):
             return DecoyPass(decoy)
     return None
 
@@ -268,8 +268,8 @@ def _states(text: str, expect: Expectation) -> bool:
         return True  # cannot tell: not a decoy
 
 
-def _meets(text: str, expectations: list[Expectation]) -> bool:
+def _meets(text: str, expectations: list[Expectation], question: str) -> bool:
     try:
-        return all(not check_answer(text, e) for e in expectations)
+        return all(not check_answer(text, e, question) for e in expectations)
     except UncheckableAnswer:
         return False  # a check that cannot finish on a decoy does not pass it

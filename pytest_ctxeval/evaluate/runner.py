@@ -533,7 +533,7 @@ def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
             failure
             for expect in (probe.expect, probe.constraint_check)
             if expect is not None
-            for failure in check_answer(answer, expect)
+            for failure in check_answer(answer, expect, probe.question)
         ]
     except UncheckableAnswer as exc:
         raise UncheckableAnswer(f"{whose}: {exc}") from None
