@@ -364,6 +364,19 @@ ABSTENTIONS = [
     "That is not part of our conversation.",
     "I have no idea.",
     "There is no way to tell.",
+    # Short forms.
+    "Unknown.",
+    "unknown",
+    "N/A",
+    "n/a.",
+    "Not mentioned.",
+    "Not specified",
+    "None given.",
+    "No information available.",
+    # A hedge that ends in not knowing is still an abstention.
+    "Ben likes cats, but I don't know about his dog.",
+    "I don't know yet.",
+    "That was not mentioned in our conversation. Is there anything else I can help with?",
 ]
 ANSWERS = [
     "Melanie plays the violin.",
@@ -377,6 +390,12 @@ ANSWERS = [
     "No, she prefers mint tea.",
     "It was an unknown artist's painting, bought in Oslo.",
     "",
+    # Not knowing part of it, then answering, is an answer.
+    "I don't know where he hid it, but it is in her slipper.",
+    "I'm not sure, but I think it was the violin.",
+    "It was never mentioned directly; however, she played the violin at the fair.",
+    "Unknown at first. Later she said it was the violin.",
+    "N/A for the first trip; the second was to Oslo.",
 ]
 
 
