@@ -369,6 +369,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from .scenario.importers import IMPORTERS, TranscriptError, import_file, write_scenarios
+    from .scenario.importers._common import candidate_summary
 
     if args.format not in IMPORTERS:
         known = ", ".join(sorted(IMPORTERS))
@@ -389,6 +390,9 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     plural = "s" if len(written) != 1 else ""
     print(f"{source}: {len(written)} scenario{plural} written to {args.output}")
+    summary = candidate_summary(drafts)
+    if summary is not None:
+        print(f"{source}: {summary}")
     return 0
 
 
