@@ -84,6 +84,20 @@ def test_a_probe_only_the_session_can_answer_is_checkable(probe: str) -> None:
     assert passing_decoy(probe) is None
 
 
+def test_a_date_line_that_states_the_answer_is_no_decoy() -> None:
+    text = """
+    id: deploy
+    turns:
+      - user: "Deploy on 5 May at 10:00."
+      - assistant: Noted.
+    probes:
+      - {id: when, user: "When do we deploy?", expect: {contains: "5 May"}}
+      - {id: month, user: "Which month do we deploy in?", expect: {regex: "May|June"}}
+    """
+    (built,) = parse_conversations(textwrap.dedent(text), "deploy.yaml")
+    assert [decoy_pass(built, p) for p in built.probes] == [None, None]
+
+
 def test_the_evidence_of_a_probe_is_never_its_decoy() -> None:
     # The needle's sentence states "stove" but is the evidence: it is not sampled.
     probe = '{id: p, user: "Where is the basket?", needle: pup, expect: {f1: "by the stove"}}'

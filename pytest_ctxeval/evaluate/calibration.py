@@ -145,42 +145,52 @@ def decoys(
     headers = session_headers(conversation)
     if not abstaining:
         found += [Decoy("abstention", text) for text in ABSTENTIONS]
-        years = list(dict.fromkeys(y for h in headers for y in _YEAR.findall(h)))[:3]
+        years = list(dict.fromkeys(y for h, _ in headers for y in _YEAR.findall(h)))[:3]
         found += [Decoy("abstention", f"I don't know, {year}.") for year in years]
-    found += [Decoy("session header", text) for text in headers]
-    sample = _sentence_sample(conversation, probe, key or probe.id, expectations)
+    # A chat's opening header is one; a date line inside the session may be
+    # the fact itself ("Deploy on 5 May at 10:00"): only one that says no
+    # answer is a decoy.
+    evidence = [normalise(piece) for piece in _evidence_pieces(conversation, probe)]
+    found += [
+        Decoy("session header", text)
+        for text, opening in headers
+        if opening or not _knows(text, evidence, expectations)
+    ]
+    sample = _sentence_sample(conversation, probe, key or probe.id, expectations, evidence)
     found += [Decoy("session sentence", text) for text in sample]
     return found
 
 
-def session_headers(conversation: Conversation) -> list[str]:
-    """The opening line of each chat when it is a short one (LoCoMo's
-    ``(session 4, 10:37 am on 27 June, 2023)``), and every short line that is
-    little but a date or time; distinct, at most MAX_HEADERS (seeded sample).
-    Found once per conversation, kept on it."""
-    cached: list[str] | None = conversation.__dict__.get("_ctxeval_decoy_headers")
+def session_headers(conversation: Conversation) -> list[tuple[str, bool]]:
+    """(line, whether it opens a chat): the opening line of each chat of a
+    multi-session conversation when it is a short one with a date (LoCoMo's
+    ``(session 4, 10:37 am on 27 June, 2023)``), and every short line that
+    is little but a date or time; distinct, at most MAX_HEADERS (seeded
+    sample).  Found once per conversation, kept on it."""
+    cached: list[tuple[str, bool]] | None = conversation.__dict__.get("_ctxeval_decoy_headers")
     if cached is None:
         cached = conversation.__dict__["_ctxeval_decoy_headers"] = _headers(conversation)
     return cached
 
 
-def _headers(conversation: Conversation) -> list[str]:
-    lines: list[str] = []
-    starts = [_first_non_system(conversation), *conversation.session_starts]
-    for start in starts:
+def _headers(conversation: Conversation) -> list[tuple[str, bool]]:
+    lines: list[tuple[str, bool]] = []
+    chats = [_first_non_system(conversation), *conversation.session_starts]
+    for start in chats if conversation.session_starts else []:
         if start is None or start >= len(conversation.messages):
             continue
         texts = message_texts(conversation.messages[start])
         first = texts[0].strip().splitlines()[0].strip() if texts and texts[0].strip() else ""
         if first and len(first) <= HEADER_CHARS and _HAS_DATE.search(first):
-            lines.append(first)
+            lines.append((first, True))
     for message in conversation.messages:
         for text in message_texts(message):
             for line in text.splitlines():
                 line = line.strip()
                 if line and len(line) <= HEADER_CHARS and _is_timestamp(line):
-                    lines.append(line)
-    distinct = list(dict.fromkeys(lines))
+                    lines.append((line, False))
+    opening = {text for text, first in lines if first}
+    distinct = [(t, t in opening) for t in dict.fromkeys(text for text, _ in lines)]
     if len(distinct) <= MAX_HEADERS:
         return distinct
     picked = sorted(
@@ -201,27 +211,34 @@ def _is_timestamp(line: str) -> bool:
 
 
 def _sentence_sample(
-    conversation: Conversation, probe: ProbeCase, key: str, expectations: list[Expectation]
+    conversation: Conversation,
+    probe: ProbeCase,
+    key: str,
+    expectations: list[Expectation],
+    evidence: list[str],
 ) -> list[str]:
     pool = _session_sentences(conversation)
-    evidence = [normalise(piece) for piece in _evidence_pieces(conversation, probe)]
     rng = random.Random(f"{conversation.id}\0{key}")
     order = (
         rng.sample(range(len(pool)), len(pool)) if len(pool) > SENTENCE_SAMPLE else range(len(pool))
     )
     picked: list[str] = []
     for index in order:
-        text = pool[index]
-        if evidence:
-            flat = normalise(text)
-            if any(flat in piece or piece in flat for piece in evidence):
-                continue
-        if any(_states(text, e) for e in expectations):
-            continue  # it says the answer: knowledge, not a decoy
-        picked.append(text)
-        if len(picked) == SENTENCE_SAMPLE:
-            break
+        if not _knows(pool[index], evidence, expectations):
+            picked.append(pool[index])
+            if len(picked) == SENTENCE_SAMPLE:
+                break
     return picked
+
+
+def _knows(text: str, evidence: list[str], expectations: list[Expectation]) -> bool:
+    """Whether ``text`` is part of the probe's evidence (normalised pieces)
+    or says the answer: knowledge, not a decoy."""
+    if evidence:
+        flat = normalise(text)
+        if any(flat in piece or piece in flat for piece in evidence):
+            return True
+    return any(_states(text, e) for e in expectations)
 
 
 def _session_sentences(conversation: Conversation) -> list[str]:
