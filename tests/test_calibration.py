@@ -136,7 +136,9 @@ def test_an_uncheckable_probe_is_skipped_naming_the_decoy_and_counted(
     )
     assert "uncheckable 1" in summary_line(result, "full")
     html = (ctx.path / "reports/ctxeval.html").read_text(encoding="utf-8")
-    assert "uncheckable" in html
+    # The strategy table's count, linking to the items; the matrix cell names it.
+    assert html.count('classification=uncheckable">1</a>') == 2
+    assert html.count("uncheckable 1/2</a>") == 2
 
 
 def test_the_report_counts_an_uncheckable_item_as_pytest_did() -> None:
