@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
+from .cli_validate import include_root, validate
 from .gate import cli as gate_cli
 from .gate.baseline import BaselineError
 from .llm.error_text import error_line
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.error(f"no command given; commands: {', '.join(parser.choices())}")
     handler = {
-        "validate": _validate,
+        "validate": validate,
         "schema": schema_command,
         "strategies": _strategies,
         "show": _show,
@@ -163,68 +163,6 @@ def _version() -> str:
         return "unknown"
 
 
-def _validate(args: argparse.Namespace) -> int:
-    from .scenario.errors import ScenarioError, ScenarioWarning
-    from .scenario.loader import load_scenarios
-
-    files: list[tuple[Path, Path]] = []  # (file, the root its includes must stay in)
-    for path in args.paths:
-        if path.is_dir():
-            # As the plugin collects: folders starting with "_" hold fragments.
-            found = (
-                p
-                for p in path.rglob("*.y*ml")
-                if not any(part.startswith("_") for part in p.relative_to(path).parts)
-            )
-            files.extend((file, args.root or path) for file in sorted(found))
-        else:
-            files.append((path, _include_root(path, args.root)))
-    bad = 0
-    for file, root in files:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ScenarioWarning)
-            try:
-                scenarios = load_scenarios(file, root=root)
-            except ScenarioError as exc:
-                bad += 1
-                print(exc, file=sys.stderr)
-                scenarios = None
-        notes = _scenario_warnings(caught)
-        for note in notes:
-            print(note, file=sys.stderr)
-        if scenarios is not None:
-            counted = f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}"
-            if notes:
-                counted += f", {len(notes)} warning{'s' if len(notes) != 1 else ''}"
-            print(f"{file}: ok ({counted})")
-    return 1 if bad else 0
-
-
-def _scenario_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
-    """ScenarioWarnings as "file:line:col: warning: ..."; any other warning
-    is shown as Python would have shown it."""
-    from .scenario.errors import ScenarioWarning
-
-    notes = []
-    for record in caught:
-        message = record.message
-        if not isinstance(message, ScenarioWarning):
-            warnings.showwarning(message, record.category, record.filename, record.lineno)
-        elif message.problem is not None:
-            p = message.problem
-            notes.append(f"{p.path}:{p.line}:{p.column}: warning: {p.message}")
-        else:
-            notes.append(f"warning: {message}")
-    return notes
-
-
-def _include_root(file: Path, root: Path | None) -> Path:
-    if root is not None:
-        return root
-    cwd = Path.cwd()
-    return cwd if file.resolve().is_relative_to(cwd) else file.parent
-
-
 def _strategies(args: argparse.Namespace) -> int:
     from .strategies.presets import PresetError, default_preset_dirs, load_presets
     from .strategies.registry import available
@@ -293,7 +231,7 @@ def _show(args: argparse.Namespace) -> int:
         problem = describe_unknown_model(args.model, calls_model=False)
         if problem:
             raise ValueError(f"--model: {problem}")
-        conversations = load_conversations(args.scenario, root=_include_root(args.scenario, None))
+        conversations = load_conversations(args.scenario, root=include_root(args.scenario, None))
         (spec,) = resolve(args.strategy, preset_dirs=[Path.cwd() / "strategies"])
         conversation = next((c for c in conversations if args.id in (None, c.id)), None)
         if conversation is None:
@@ -380,6 +318,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from .scenario.importers import IMPORTERS, TranscriptError, import_file, write_scenarios
+    from .scenario.importers._common import candidate_summary
 
     if args.format not in IMPORTERS:
         known = ", ".join(sorted(IMPORTERS))
@@ -400,6 +339,9 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     plural = "s" if len(written) != 1 else ""
     print(f"{source}: {len(written)} scenario{plural} written to {args.output}")
+    summary = candidate_summary(drafts)
+    if summary is not None:
+        print(f"{source}: {summary}")
     return 0
 
 

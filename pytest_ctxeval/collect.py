@@ -208,6 +208,8 @@ class ProbeItem(pytest.Item):
             return
         if record.classification == "beyond_context" and record.verdict == "error":
             pytest.skip(printable(f"beyond_context: {record.error}"))
+        if record.classification == "uncheckable":
+            pytest.skip(printable(uncheckable_reason(record)))
         if fail_on == "context_loss" and record.verdict != "pass":
             if record.classification == "model_miss":
                 pytest.xfail(
@@ -330,11 +332,23 @@ def _explain(record: ResultRecord) -> str:
         "context_loss": f"strategy {record.strategy!r} lost what the model needed "
         "(the full-context answer meets the expectation)",
         "model_miss": "the model fails even with the full context",
+        "uncheckable": "a decoy that knows nothing of the session meets the expectation, "
+        "so the probe was not asked",
         "divergent": "the answer differs from the full-context answer (no expectation given)",
         "beyond_context": "the full context does not fit the model's window, so there is no "
         "ground truth; the strategy's answer fails the expectation",
         "error": "the item could not be evaluated",
     }.get(record.classification, record.classification)
+
+
+def uncheckable_reason(record: ResultRecord) -> str:
+    """Why an uncheckable item gave no verdict, naming the decoy."""
+    decoy = record.decoy or {}
+    return (
+        f"uncheckable: the {decoy.get('kind', 'decoy')} {decoy.get('text', '')!r} meets the "
+        "expectation though it knows nothing of the session, so the probe measures nothing "
+        "(not asked)"
+    )
 
 
 def _rates(record: ResultRecord) -> str:

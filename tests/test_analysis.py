@@ -148,3 +148,19 @@ def test_sessions_in_two_files_with_one_id_are_two_sessions() -> None:
         strategy_table(results_frame([*TASKS, other])).loc["compaction", "cumulative_input_tokens"]
         == 2500
     )
+
+
+def test_an_uncheckable_probe_is_left_out_of_pass_rates() -> None:
+    records = [
+        rec("a", "full", "p1", "ok", 1000, cost_usd=0.02),
+        rec("a", "full", "p2", "context_loss", 1000, cost_usd=0.02),
+        rec("a", "full", "p3", "ok", 1000).model_copy(
+            update={"verdict": "error", "classification": "uncheckable"}
+        ),
+    ]
+    df = results_frame(records)
+    table = strategy_table(df)
+    assert table.loc["full", "items"] == 3
+    assert table.loc["full", "pass_rate"] == pytest.approx(0.5)
+    assert table.loc["full", "cost_per_passed_probe"] == pytest.approx(0.04)
+    assert pass_rate_matrix(df).loc["a", "full"] == pytest.approx(0.5)

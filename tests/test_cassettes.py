@@ -243,8 +243,8 @@ def test_api_key_from_argument_or_environment_never_reaches_a_cassette(
 
 SCENARIO_YAML = ops_scenario(
     "ports",
-    '{id: port, user: "Which port does the database use?", expect: {contains: port}}',
-    '{id: window, user: "When is the deploy window?", expect: {contains: deploy}}',
+    '{id: port, user: "Which port does the database use?", expect: {contains: asked}}',
+    '{id: window, user: "When is the deploy window?", expect: {contains: asked}}',
 )
 
 
@@ -337,7 +337,12 @@ def test_plugin_never_writes_the_api_key(
 
 
 def test_mock_model_runs_write_no_cassettes(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".yaml", **{"scenarios/ports": SCENARIO_YAML})
+    oracle_yaml = ops_scenario(
+        "ports",
+        '{id: port, user: "Which port does the database use?", expect: {contains: "5432"}}',
+        '{id: window, user: "When is the deploy window?", expect: {contains: Tuesday}}',
+    )
+    pytester.makefile(".yaml", **{"scenarios/ports": oracle_yaml})
     # summarize also calls the model from inside the strategy.
     result = pytester.runpytest(
         "--ctx-strategy=full,summarize",

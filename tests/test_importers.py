@@ -323,26 +323,15 @@ def test_tau_bench_plants_probes_about_tool_output_values() -> None:
     doc = data(imported("tau-bench"), "tau-bench-task-7-trial-1.yaml")
     probes = doc["probes"]
     assert probes[0] == {"id": "last-user", "user": "The desk lamp, please refund to my gift card."}
-    # booleans, the string "False" and the 1-digit age are skipped; non-JSON output is ignored.
-    evidence = ["evidence-get_user_details-1"]
+    # booleans, the string "False" and the 1-digit age are skipped; non-JSON output is
+    # ignored; the user id and the city are said elsewhere in the session (the agent
+    # says "Fort Worth"), so losing the output would not fail a probe about them.
     assert probes[1:] == [
         {
             "id": "tool-value-1",
-            "user": "What was the user_id in the result of get_user_details?",
-            "expect": {"contains": "mia_garcia_4516"},
-            "evidence": evidence,
-        },
-        {
-            "id": "tool-value-2",
-            "user": "What was the address.city in the result of get_user_details?",
-            "expect": {"contains": "Fort Worth"},
-            "evidence": evidence,
-        },
-        {
-            "id": "tool-value-3",
             "user": "What was the address.zip in the result of get_user_details?",
             "expect": {"contains": "76101"},
-            "evidence": evidence,
+            "evidence": ["evidence-get_user_details-1"],
         },
     ]
     assert doc["turns"][-1] == {
@@ -718,30 +707,91 @@ def test_tau_bench_what_asks_something(text: str, asks: bool) -> None:
     assert asks_something(text) is asks
 
 
-def test_tau_bench_names_which_call_of_a_tool_called_twice() -> None:
-    doc = data(imported("tau-bench"), "tau-bench-task-12-trial-0.yaml")
-    questions = [p["user"] for p in doc["probes"][1:]]
-    assert questions == [
-        "What was the reservation_id in the result of the first call to get_reservation_details?",
-        "What was the reservation_id in the result of the second call to get_reservation_details?",
-        "What was the origin in the result of the second call to get_reservation_details?",
-    ]
-    assert [p["evidence"] for p in doc["probes"][1:]] == [
-        ["evidence-get_reservation_details-1"],
-        ["evidence-get_reservation_details-2"],
-        ["evidence-get_reservation_details-2"],
-    ]
+def test_tau_bench_asks_nothing_about_a_tool_called_more_than_once() -> None:
+    # "The first call to get_reservation_details" names a call by its order,
+    # which the mock model cannot follow: no such probe is made.
+    drafts = import_file("tau-bench", FIXTURES / "tau.json")
+    twice = next(d for d in drafts if d.data["id"] == "tau-bench-task-12-trial-0")
+    assert [p["id"] for p in twice.data["probes"]] == ["last-user"]
+    assert "needles" not in twice.data
+    assert twice.kept == 1
+    assert twice.dropped == {
+        "tool values of a tool called more than once (the call has no name to ask by)": 4,
+        "goodbyes after the last request (###STOP### and thanks)": 1,
+    }
 
 
 def test_tau_bench_asked_tool_outputs_are_facts_at_their_own_message() -> None:
-    source = json.loads((FIXTURES / "tau.json").read_text(encoding="utf-8"))[2]["traj"]
+    source = json.loads((FIXTURES / "tau.json").read_text(encoding="utf-8"))[1]["traj"]
     outputs = [m["content"] for m in source if m["role"] == "tool"]
-    conversation = load(imported("tau-bench"))["tau-bench-task-12-trial-0"]
+    conversation = load(imported("tau-bench"))["tau-bench-task-airline-3"]
     tool_messages = [m["content"] for m in conversation.messages if m["role"] == "tool"]
     assert tool_messages == outputs  # planted back where they were
     facts = {f.id: f for f in conversation.facts}
-    assert facts["evidence-get_reservation_details-2"].text == outputs[1]
-    assert facts["evidence-get_reservation_details-2"].answers == ("H8Q2LM", "ORD")
+    assert facts["evidence-search_flights-1"].text == outputs[0]
+    assert facts["evidence-search_flights-1"].answers == ("HAT045", "1234.5")
+
+
+def trajectory(tmp_path: Path, traj: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps([{"task_id": 1, "traj": traj}]))
+    return path
+
+
+def test_tau_bench_a_value_said_elsewhere_makes_no_probe(tmp_path: Path) -> None:
+    traj = [
+        {"role": "user", "content": "Find my order."},
+        {"role": "tool", "name": "find", "content": json.dumps({"id": "W123", "city": "Oslo"})},
+        {"role": "assistant", "content": "Your order W123 is ready."},
+        {"role": "user", "content": "Where does it ship?"},
+    ]
+    (draft,) = import_file("tau-bench", trajectory(tmp_path, traj))
+    assert [p.get("expect") for p in draft.data["probes"]] == [None, {"contains": "Oslo"}]
+    assert draft.dropped == {
+        "tool values said elsewhere in the session (losing the output would not fail them)": 1
+    }
+
+
+def test_tau_bench_a_message_ending_the_chat_is_never_the_probe(tmp_path: Path) -> None:
+    traj = [
+        {"role": "user", "content": "Cancel my order, please."},
+        {"role": "assistant", "content": "Done."},
+        {
+            "role": "user",
+            "content": "Great, that's everything I needed. Have a good one! ###STOP###",
+        },
+    ]
+    (draft,) = import_file("tau-bench", trajectory(tmp_path, traj))
+    assert draft.data["probes"] == [{"id": "last-user", "user": "Cancel my order, please."}]
+    only_stop = [{"role": "user", "content": "Bye now, so long. ###STOP###"}]
+    with pytest.raises(TranscriptError, match="traj: no user message asks anything"):
+        import_file("tau-bench", trajectory(tmp_path, only_stop))
+
+
+def test_import_prints_how_many_probe_candidates_it_kept_and_why_it_dropped_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = FIXTURES / "tau.json"
+    assert main(["import", "tau-bench", str(source), "-o", str(tmp_path / "out")]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"{source}: probes: 6 of 14 candidates kept; dropped: 4 tool values of a tool called "
+        "more than once (the call has no name to ask by), 3 tool values said elsewhere in the "
+        "session (losing the output would not fail them), 1 goodbyes after the last request "
+        "(###STOP### and thanks)"
+    )
+
+
+def test_every_imported_tool_value_probe_is_one_the_mock_answers_with_everything(
+    ctx: Any,
+) -> None:
+    for name, text in imported("tau-bench").items():
+        ctx.write(f"imported/{name}", text)
+    result = ctx.run("imported", "--ctx-strategy=full", "--ctx-fail-on=never")
+    assert result.ret == 0
+    values = [r for r in ctx.results() if r["probe"].startswith("tool-value")]
+    assert values and all(r["classification"] == "ok" for r in values), [
+        (r["scenario"], r["probe"], r["classification"]) for r in values
+    ]
 
 
 def test_tau_bench_a_bare_tool_output_lands_after_its_made_up_call(tmp_path: Path) -> None:

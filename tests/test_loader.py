@@ -504,7 +504,7 @@ def test_a_warning_made_an_error_is_reported_like_any_problem():
     )
 
 
-def test_pytest_lists_the_warning_in_its_summary_and_still_runs_the_probe(ctx):
+def test_pytest_lists_the_warning_in_its_summary_and_skips_the_probe_as_uncheckable(ctx):
     ctx.scenario(
         "leak",
         """
@@ -523,7 +523,7 @@ def test_pytest_lists_the_warning_in_its_summary_and_still_runs_the_probe(ctx):
             "*warnings summary*",
             "*scenarios/leak.yaml:6: ScenarioWarning: scenarios/leak.yaml:6:5: probe 'colour': "
             "contains 'teal' already occurs in the question*",
-            "*1 passed, 1 warning*",
+            "*1 skipped, 1 warning*",
         ]
     )
 

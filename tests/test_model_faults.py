@@ -166,9 +166,9 @@ def test_malformed_response_body_is_a_model_error(openai_server: FakeOpenAIServe
 
 FAULTS_YAML = ops_scenario(
     "faults",
-    '{id: fine, user: "Which port does the database use?", expect: {contains: port}}',
-    '{id: limited, user: "RATE-LIMITED which port?", expect: {contains: port}}',
-    '{id: huge, user: "TOO-LONG which port?", expect: {contains: port}}',
+    '{id: fine, user: "Which port does the database use?", expect: {contains: asked}}',
+    '{id: limited, user: "RATE-LIMITED which port?", expect: {contains: asked}}',
+    '{id: huge, user: "TOO-LONG which port?", expect: {contains: asked}}',
 )
 
 
@@ -273,10 +273,10 @@ turns:
   - user: The deploy window is Tuesday morning.
   - assistant: Noted.
 probes:
-  - {id: p1, user: "Question one about the port?", expect: {contains: port}}
-  - {id: p2, user: "Question two about the port?", expect: {contains: port}}
-  - {id: p3, user: "Question three about the port?", expect: {contains: port}}
-  - {id: p4, user: "Question four about the port?", expect: {contains: port}}
+  - {id: p1, user: "Question one about the port?", expect: {contains: asked}}
+  - {id: p2, user: "Question two about the port?", expect: {contains: asked}}
+  - {id: p3, user: "Question three about the port?", expect: {contains: asked}}
+  - {id: p4, user: "Question four about the port?", expect: {contains: asked}}
 """
 
 

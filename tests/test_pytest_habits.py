@@ -214,7 +214,7 @@ ESCAPES = """
           \\e]0;owned\\a and \\u202eevil."
       - assistant: OK.
     probes:
-      - {id: banner, user: "What is the banner text?", expect: {contains: never}}
+      - {id: banner, user: "What is the banner text?", expect: {contains: GREEN}}
 """
 RAW_CONTROLS = ("\x1b", "\x00", "\x07", "\x08", "\u202e")
 

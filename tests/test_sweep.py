@@ -5,11 +5,17 @@ strategy once per token budget), end to end on the oracle mock."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import CtxProject, assert_no_traceback, by_key, output
 
-from pytest_ctxeval.report.sweeps import BudgetRow, forgetting_curves, sweep_summary_lines
+from pytest_ctxeval.report.sweeps import (
+    BudgetRow,
+    forgetting_curves,
+    sweep_summary_lines,
+    violation_curves,
+)
 from pytest_ctxeval.results.record import ResultRecord
 
 # Ten user turns: the launch code and the no-requests rule are said in user
@@ -349,3 +355,89 @@ def test_a_strategy_named_with_and_without_a_budget_runs_once_per_budget(ctx):
     assert [i.split("::")[-1] for i in ids if "::code[" in i] == [
         "code[keeplast[budget_tokens:50]]"
     ]
+
+
+# The session's answer is said in user turn 3 and cited as the probe's
+# evidence (as imported datasets cite it), with no needle of its own.
+CITED = """
+    id: cited
+    turns:
+      - user: Hello there.
+      - assistant: Hi.
+      - user: How are you?
+      - assistant: Fine.
+      - user: ""
+      - assistant: Noted.
+      - user: Anything else?
+      - assistant: No.
+      - user: Bye for now.
+      - assistant: Bye.
+    needles:
+      - {id: evidence-d1-5, text: "My puppy is called Oliver.", turn: 5}
+    probes:
+      - id: pup
+        user: What is my puppy called?
+        expect: {contains: Oliver}
+        evidence: [evidence-d1-5]
+"""
+
+
+def test_a_probe_citing_evidence_is_swept_only_after_its_evidence_is_said(ctx):
+    ctx.ini(pythonpath=".", ctx_strategy="full", ctx_fail_on="never")
+    ctx.scenario("cited", CITED)
+    ids = [i.split("::")[-1] for i in ctx.collect_ids("--ctx-sweep")]
+    # The evidence is in user turn 3: asked as turn 2 or 3 the probe could not know it.
+    assert ids == ["pup@turn-4[full]", "pup@turn-5[full]", "pup[full]"]
+
+
+def test_the_forgetting_curve_counts_a_model_miss_as_the_budget_table_does():
+    miss = {"classification": "model_miss"}
+    records = [
+        _record("a", "p@turn-2", 2, "fail", **miss),
+        _record("a", "q@turn-2", 2, "pass"),
+        _record("a", "p", 3, "fail", constraint="rule", **miss),
+    ]
+    curve = forgetting_curves(records)["a"]
+    assert [(p.turn, p.hits, p.total) for p in curve] == [(2, 2, 2), (3, 1, 1)]
+    violations = violation_curves(records)["a"]
+    assert [(p.turn, p.hits, p.total) for p in violations] == [(3, 0, 1)]
+
+
+def test_an_uncheckable_item_does_not_keep_a_budget_from_passing_everything():
+    records = [
+        _record("s[budget_tokens:100]", "p", 3, "error", budget=100, classification="uncheckable"),
+        _record("s[budget_tokens:100]", "q", 3, "pass", budget=100),
+    ]
+    assert sweep_summary_lines(records)[1] == "s  smallest 100  100: 1/1"
+
+
+DOCS = Path(__file__).parent.parent / "docs" / "sweeps.md"
+BUNDLED = Path(__file__).parent.parent / "scenarios"
+
+
+@pytest.mark.parametrize(
+    ("options", "first"),
+    [
+        (("--ctx-sweep=5", "--ctx-strategy=full,headtail,sliding,summarize"), "forgetting curve"),
+        (
+            (
+                "--ctx-budget=250,500,1000,2000",
+                "--ctx-strategy=summarize,compaction,toolprune,headtail",
+            ),
+            "budgets:",
+        ),
+    ],
+)
+def test_the_figures_in_docs_sweeps_are_what_the_run_prints(ctx, options, first):
+    for name in ("needle-middle-30", "early-constraint"):
+        ctx.scenario(name, (BUNDLED / f"{name}.yaml").read_text(encoding="utf-8"))
+    result = ctx.run("scenarios/needle-middle-30.yaml", "scenarios/early-constraint.yaml", *options)
+    lines = result.outlines
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    printed = []
+    for line in lines[start:]:
+        if line.startswith(("results:", "report:")):
+            break
+        printed.append(line)
+    docs = DOCS.read_text(encoding="utf-8")
+    assert "\n".join(printed) in docs

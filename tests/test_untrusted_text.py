@@ -99,7 +99,7 @@ def test_an_answer_that_breaks_the_parser_keeps_every_record(
             "code",
             '{id: nested, user: "NESTED Write the client.", '
             "expect: {python: {forbid_imports: [requests]}}}",
-            '{id: port, user: "Which port?", expect: {contains: port}}',
+            '{id: port, user: "Which port?", expect: {contains: asked}}',
         ),
     )
     result = run(ctx, server.url, "--ctx-strategy=full,headtail")
@@ -128,7 +128,7 @@ def test_a_huge_answer_is_capped_in_the_record_and_scores_alike_on_replay(
             "big",
             '{id: code, user: "HUGE Write the client.", expect: {python: {require_imports: [os]}}}',
             '{id: text, user: "HUGE Say it all.", expect: {contains: filler}}',
-            '{id: port, user: "Which port?", expect: {contains: port}}',
+            '{id: port, user: "Which port?", expect: {contains: asked}}',
         ),
     )
     live = run(ctx, server.url, "--ctx-strategy=full", "--ctx-cassettes=cassettes")
@@ -231,7 +231,7 @@ def test_a_regex_that_runs_too_long_is_that_items_error_and_the_run_goes_on(
         ops_scenario(
             "regex",
             '{id: greedy, user: "GREEDY Say a.", expect: {regex: "(a|a)+$"}}',
-            '{id: port, user: "Which port?", expect: {regex: "port"}}',
+            '{id: port, user: "Which port?", expect: {regex: "asked"}}',
         ),
     )
     started = time.perf_counter()
@@ -372,8 +372,8 @@ def test_a_hand_edited_cassette_is_that_items_error_through_the_plugin(
         "ports",
         ops_scenario(
             "ports",
-            '{id: port, user: "Which port does the database use?", expect: {contains: port}}',
-            '{id: window, user: "When is the deploy window?", expect: {contains: deploy}}',
+            '{id: port, user: "Which port does the database use?", expect: {contains: asked}}',
+            '{id: window, user: "When is the deploy window?", expect: {contains: asked}}',
         ),
     )
     run(ctx, server.url, "--ctx-strategy=full", "--ctx-cassettes=cassettes").assert_outcomes(
@@ -409,7 +409,7 @@ def test_a_hand_edited_cassette_is_that_items_error_through_the_plugin(
 BOOM_YAML = ops_scenario(
     "boom",
     '{id: boom, user: "BOOM Which port?", expect: {contains: "5432"}}',
-    '{id: port, user: "Which port?", expect: {contains: port}}',
+    '{id: port, user: "Which port?", expect: {contains: asked}}',
 )
 
 
@@ -426,10 +426,12 @@ def test_an_exception_scoring_one_answer_is_that_items_error(
 ) -> None:
     from pytest_ctxeval.evaluate import runner
 
-    def explodes_on_the_full_answer(answer: str | None, expect: Expectation) -> list[str]:
+    def explodes_on_the_full_answer(
+        answer: str | None, expect: Expectation, question: str = ""
+    ) -> list[str]:
         if answer is not None and answer.startswith("BOOM full"):
             raise MemoryError("no memory left for this answer")
-        return check_answer(answer, expect)
+        return check_answer(answer, expect, question)
 
     monkeypatch.setattr(runner, "check_answer", explodes_on_the_full_answer)
     server.responder = boom_or_echo

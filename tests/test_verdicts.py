@@ -69,13 +69,12 @@ def test_an_empty_answer_never_passes_a_not_contains_probe(
     ctx: CtxProject, server: FakeOpenAIServer, xdist_args: tuple[str, ...]
 ) -> None:
     # "does not contain requests" is met by an empty string: it must not pass.
+    # (A probe of nothing but the ban is uncheckable: an abstention meets it too.)
     server.responder = lambda body: reply("")
-    ctx.scenario(
-        "empty",
-        ops_scenario(
-            "empty", '{id: http, user: "Write a downloader.", expect: {not_contains: requests}}'
-        ),
+    probe = (
+        '{id: http, user: "Write a downloader.", expect: {not_contains: requests, regex: "def "}}'
     )
+    ctx.scenario("empty", ops_scenario("empty", probe))
     result = ctx.run(*real_model(server, "--ctx-strategy=full"), *xdist_args)
     result.assert_outcomes(failed=1)
     (record,) = ctx.results()

@@ -5,7 +5,11 @@ Model-free, for questions about things a conversation never said (LoCoMo's
 adversarial category): the right answer is an abstention.  The phrasings
 are matched as words, ignoring case and typographic apostrophes; a phrase
 must say that the *answer* is unknown or unstated, so "Ben doesn't know how
-to swim" or "she never said no to a walk" are not abstentions.
+to swim" or "she never said no to a walk" are not abstentions.  A whole
+answer that is a short form ("Unknown.", "N/A", "Not mentioned") is one.
+A reply that goes on, after what it does not know, to give an answer ("I
+don't know where he hid it, but it is in her slipper.") is an answer: the
+part after the last "but" / "however" (after a comma or a full stop) decides.
 """
 
 from __future__ import annotations
@@ -47,6 +51,20 @@ _PHRASES = (
     r"(?:conversation|chat|transcript|record|context)\b",
 )
 ABSTENTION = re.compile("|".join(f"(?:{p})" for p in _PHRASES), re.IGNORECASE)
+# A whole answer that is only a short form: "Unknown.", "N/A", "None given".
+SHORT_FORM = re.compile(
+    r"^\W*(?:unknown|n\s*/\s*a|not\s+(?:mentioned|stated|specified|known|given|available|"
+    r"provided|said)|none\s+(?:given|mentioned|stated)|no\s+(?:answer|information|info|"
+    r"information\s+available|mention))\W*$",
+    re.IGNORECASE,
+)
+# Where a reply turns to an answer after saying what it does not know:
+# "I don't know where he hid it, but it is in her slipper."
+_CONTRAST = re.compile(
+    r"(?:[,;:]\s*|\s+-+\s+|(?<=[.!?])\s+)(?:but|however|though|although|yet|still)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"\w+")
 # Typographic apostrophes a model may use for the plain one in the phrases.
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
@@ -57,4 +75,10 @@ def abstains(answer: str | None) -> bool:
     if not answer:
         return False
     text = " ".join(answer.translate(_APOSTROPHES).split())
-    return ABSTENTION.search(text) is not None
+    if SHORT_FORM.match(text):
+        return True
+    # The part after the last turn ("..., but ...") decides: a reply that turns
+    # from what it does not know to an answer answers.
+    parts = [p for p in _CONTRAST.split(text) if _WORD.search(p)]
+    last = parts[-1] if parts else text
+    return ABSTENTION.search(last) is not None or SHORT_FORM.match(last) is not None

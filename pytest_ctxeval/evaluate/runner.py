@@ -38,6 +38,7 @@ from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
 from ..textcap import cap_text
 from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .calibration import decoy_pass, uncheckable
 from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer, ask
@@ -331,6 +332,11 @@ class Evaluator:
                 f"over the model's context window of {limit:,}"
             )
             return item
+        found = decoy_pass(conversation, probe)
+        if found is not None:
+            # A decoy that knows nothing meets the expectation: no verdict, no model call.
+            uncheckable(record, found, item.trace)
+            return item
         item.window = window
         return item
 
@@ -528,7 +534,7 @@ def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
             failure
             for expect in (probe.expect, probe.constraint_check)
             if expect is not None
-            for failure in check_answer(answer, expect)
+            for failure in check_answer(answer, expect, probe.question)
         ]
     except UncheckableAnswer as exc:
         raise UncheckableAnswer(f"{whose}: {exc}") from None

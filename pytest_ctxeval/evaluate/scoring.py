@@ -3,17 +3,16 @@ agreement of two answers when a probe has no expectation."""
 
 from __future__ import annotations
 
-import re
-import string
-import unicodedata
 from collections import Counter
 
 import regex
 
 from ..scenario.schema import DEFAULT_F1_THRESHOLD, Expectation
 from .abstention import abstains
+from .answer_text import normalise_answer
 from .code_checks import check_python
-from .matching import normalise_text, occurs, same_answer
+from .f1 import gold_f1
+from .matching import occurs, same_answer
 from .uncheckable import UncheckableAnswer
 
 # Seconds one `regex`/`not_regex` search may take.  A pattern that backtracks
@@ -21,9 +20,10 @@ from .uncheckable import UncheckableAnswer
 REGEX_TIMEOUT_S = 2.0
 
 
-def check_answer(answer: str | None, expect: Expectation) -> list[str]:
+def check_answer(answer: str | None, expect: Expectation, question: str = "") -> list[str]:
     """The checks the answer fails, each as a readable sentence; [] is a pass.
-    Text checks match as words (see ``matching``); regexes see the raw answer.
+    Text checks match as words (see ``matching``); regexes see the raw answer;
+    ``f1`` does not count words the probe's ``question`` gives (see ``f1``).
     Raises UncheckableAnswer when a check cannot finish on this answer."""
     text = answer or ""
 
@@ -55,7 +55,7 @@ def check_answer(answer: str | None, expect: Expectation) -> list[str]:
     if expect.f1 is not None:
         golds = [expect.f1] if isinstance(expect.f1, str) else expect.f1
         threshold = DEFAULT_F1_THRESHOLD if expect.threshold is None else expect.threshold
-        best = max(span_f1(text, gold, at_least=threshold) for gold in golds)
+        best = max(gold_f1(text, gold, at_least=threshold, question=question) for gold in golds)
         if best < threshold:
             failed.append(f"f1 >= {threshold:g} against {expect.f1!r} (best {best:.2f})")
     if expect.abstains is not None and abstains(text) is not expect.abstains:
@@ -79,28 +79,6 @@ def matches(pattern: str, text: str, case_sensitive: bool) -> bool:
         ) from None
 
 
-# A role label a strategy or model puts before the answer: "[assistant] ...",
-# "Assistant: ...", "**assistant:** ...".
-_SPEAKER = re.compile(
-    r"^\s*(?:\[\s*(?:assistant|user|system|tool|ai|bot|model)\b[^\]]*\]\s*:?"
-    r"|\**(?:assistant|user|system|ai|bot|model)\s*:\**)\s*",
-    re.IGNORECASE,
-)
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-
-
-def normalise_answer(text: str) -> str:
-    """An answer as QA benchmarks compare them (SQuAD, LoCoMo): no speaker
-    label, lower case, thousands separators, punctuation and articles gone,
-    single spaces."""
-    while (label := _SPEAKER.match(text)) and label.end() > 0:
-        text = text[label.end() :]
-    lowered = normalise_text(text)
-    # Deleted, not replaced by a space, as SQuAD does: "5433." = "5433", "don't" = "dont".
-    no_punctuation = "".join(c for c in lowered if not _is_punctuation(c))
-    return " ".join(_ARTICLES.sub(" ", no_punctuation).split())
-
-
 def token_f1(prediction: str, reference: str) -> float:
     """F1 of the overlap of normalised tokens, in 0..1; two answers that are
     both empty after normalisation agree fully."""
@@ -115,45 +93,7 @@ def token_f1(prediction: str, reference: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def span_f1(answer: str, gold: str, *, at_least: float = 0.0) -> float:
-    """The best token F1 against ``gold`` of any run of consecutive words of
-    the answer, in 0..1 (normalised as ``normalise_answer``).  QA benchmarks
-    score a short answer; a model that answers in a sentence around it is
-    not penalised for the words around the answer, and a one-word gold
-    answer must be a whole word of it ("2" is not in "2023").
-
-    ``at_least``: only scores from this one up need be exact (runs too long
-    to reach it are not tried); a lower result may be an underestimate."""
-    words = normalise_answer(answer).split()
-    expected = normalise_answer(gold).split()
-    if not expected:
-        return 1.0 if not words else 0.0
-    wanted = Counter(expected)
-    # A run of L words scores at most 2n / (L + n) against n gold words.
-    longest = len(words) if at_least <= 0 else int(len(expected) * (2 / at_least - 1))
-    best = 0.0
-    for start, word in enumerate(words):
-        if word not in wanted:
-            continue  # a best run starts (and ends) on a word of the gold answer
-        seen: Counter[str] = Counter()
-        same = 0
-        for length, current in enumerate(words[start : start + longest], 1):
-            if seen[current] < wanted[current]:
-                same += 1
-            seen[current] += 1
-            if current in wanted:
-                precision, recall = same / length, same / len(expected)
-                best = max(best, 2 * precision * recall / (precision + recall))
-        if best == 1.0:
-            break
-    return best
-
-
 def agreement(answer: str | None, reference: str | None) -> float:
     """How far the strategy's answer agrees with the full-context answer, in
     0..1: token F1, 1.0 for answers equal after normalisation."""
     return token_f1(answer or "", reference or "")
-
-
-def _is_punctuation(char: str) -> bool:
-    return char in string.punctuation or unicodedata.category(char).startswith("P")

@@ -6,7 +6,8 @@ of N user turns is turn N+1.  A sweep point asks it as turn ``t`` instead:
 the history is every message before the t-th user message, the strategy's
 window is the one it would send there (a fork taken during the single
 simulation), and the ground truth is that history in full.  A probe about a
-needle or constraint planted later than the history reaches is not asked there.
+needle or constraint, or citing evidence, planted later than the history
+reaches is not asked there.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def sweep_probes(conversation: Conversation, every: int | None) -> list[SweepPro
     planted = _planted_at(conversation)
     found = []
     for probe in conversation.probes:
-        asks_about = [f for f in (probe.needle, probe.constraint) if f is not None]
+        # Its needle, its constraint and the evidence it cites must all be said.
+        asks_about = [f for f in (probe.needle, probe.constraint, *probe.evidence) if f]
         for turn in sweep_turns(conversation, every):
             cut = starts[turn - 1]
             if all(planted.get(fact, len(conversation.messages)) < cut for fact in asks_about):

@@ -148,6 +148,7 @@ def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[s
         "failed_checks": record.failed_checks,
         "error": record.error,
         "no_ground_truth": record.no_ground_truth,
+        "decoy": record.decoy,
         "answer": data.text(record.answer),
         "truth": data.text(record.ground_truth_answer),
         "diff": word_diff(record.ground_truth_answer, record.answer),

@@ -7,7 +7,7 @@ from ..gate.rules import Breach
 from ..results.record import ResultRecord
 from .evidence import evidence_markdown
 
-_OTHER = ("divergent", "unstable", "beyond_context", "error")
+_OTHER = ("divergent", "unstable", "beyond_context", "uncheckable", "error")
 
 
 def _cell(text: object) -> str:

@@ -3,7 +3,8 @@
 The report counts items the way pytest's last line does, so the two agree:
 under ``--ctx-fail-on=context_loss`` (the default) a model miss or an unstable
 probe is xfailed, not failed; a probe with no ground truth and no verdict is
-skipped.  With a baseline the gate decides instead (see ``gate.compare.item_decision``):
+skipped, and so is an uncheckable one (a decoy meets its expectation).  With
+a baseline the gate decides instead (see ``gate.compare.item_decision``):
 only a regression or an error fails.
 """
 
@@ -32,6 +33,8 @@ def pytest_outcome(
     if fail_on == "never":
         return "passed"
     if record.classification == "beyond_context" and record.verdict == "error":
+        return "skipped"
+    if record.classification == "uncheckable":
         return "skipped"
     if record.verdict == "pass":
         return "passed"

@@ -3,8 +3,11 @@ results file shows the same): the forgetting curve and the constraint-violation
 rate by probe turn (``--ctx-sweep``), and per strategy the smallest budget that
 still passes everything (``--ctx-budget``).
 
-Only scored asks count (verdict pass or fail); errors and unscored items are
-neither kept nor forgotten.
+Only scored asks count (verdict pass or fail); errors and unscored items
+(``uncheckable`` among them) are neither kept nor forgotten.  An item the
+model fails even with the full context (``model_miss``) is not the
+strategy's doing: the forgetting curve and the budget table both count it
+as held (and the violation rate as no violation).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def forgetting_curves(records: list[ResultRecord]) -> Curves:
     """Per strategy, the pass rate by the turn the probe was asked as."""
     if not swept(records):
         return {}
-    return _curves(records, lambda r: r.verdict == "pass")
+    return _curves(records, held)
 
 
 def violation_curves(records: list[ResultRecord]) -> Curves:
@@ -58,7 +61,13 @@ def violation_curves(records: list[ResultRecord]) -> Curves:
     if not swept(records):
         return {}
     checks = [r for r in records if r.constraint is not None]
-    return _curves(checks, lambda r: r.verdict == "fail")
+    return _curves(checks, lambda r: not held(r))
+
+
+def held(record: ResultRecord) -> bool:
+    """A scored item the strategy did not lose: it passed, or the model fails
+    it even with the full context."""
+    return record.verdict == "pass" or record.classification == "model_miss"
 
 
 def _curves(records: list[ResultRecord], counts: Callable[[ResultRecord], bool]) -> Curves:
@@ -106,11 +115,12 @@ def budget_rows(records: list[ResultRecord]) -> list[BudgetRow]:
             continue
         name = without_budget_name(record.strategy)
         row = rows.setdefault(name, BudgetRow(name))
+        if record.classification == "uncheckable":
+            continue  # no verdict to hold or lose at any budget
         row.items[record.budget] = row.items.get(record.budget, 0) + 1
         passed, scored = row.by_budget.get(record.budget, (0, 0))
         if record.verdict in ("pass", "fail"):
-            held = record.verdict == "pass" or record.classification == "model_miss"
-            row.by_budget[record.budget] = (passed + held, scored + 1)
+            row.by_budget[record.budget] = (passed + held(record), scored + 1)
         else:
             row.by_budget[record.budget] = (passed, scored)
     return [rows[name] for name in sorted(rows)]

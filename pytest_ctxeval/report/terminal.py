@@ -17,7 +17,7 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
 
     # Integer columns only: iterrows over mixed int/float columns yields floats.
     others = ["divergent", "unstable", "beyond_context", "error"]
-    cols = ["items", "passed", "context_loss", "model_miss", *others]
+    cols = ["items", "passed", "context_loss", "model_miss", "uncheckable", *others]
     full = strategy_summary(records_frame(records))
     summary = full[[*cols, "cumulative_input_tokens"]]
     rows = [
@@ -30,6 +30,7 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
             f"{row['cumulative_input_tokens']:,}",
             _ratio(float(full.at[name, "cache_hit_ratio"])),  # type: ignore[arg-type]
             f"${float(full.at[name, 'cost_per_task_usd']):.4f}",  # type: ignore[arg-type]
+            str(row["uncheckable"]),
         )
         for name, row in summary.iterrows()
     ]
@@ -44,11 +45,14 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
     # its probes (docs/costs.md), shown when the sessions were priced.
     show_hits = bool(full["cache_hit_ratio"].notna().any())
     show_cost = any(r.session_cost_usd > 0 for r in records)
-    for name, passed, loss, miss, other, tokens, hits, task in rows:
+    # Probes a decoy passes (no verdict): shown when there are any.
+    show_unchecked = any(r.classification == "uncheckable" for r in records)
+    for name, passed, loss, miss, other, tokens, hits, task, unchecked in rows:
         lines.append(
             f"{name:<{widths[0]}}  passed {passed:>{widths[1]}}"
             f"  context_loss {loss:>{widths[2]}}  model_miss {miss:>{widths[3]}}"
-            f"  other {other:>{widths[4]}}  tokens {tokens:>{widths[5]}}"
+            + (f"  uncheckable {unchecked:>{widths[8]}}" if show_unchecked else "")
+            + f"  other {other:>{widths[4]}}  tokens {tokens:>{widths[5]}}"
             + (f"  cache hit {hits:>{widths[6]}}" if show_hits else "")
             + (f"  cost/task {task:>{widths[7]}}" if show_cost else "")
         )

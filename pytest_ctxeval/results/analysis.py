@@ -73,8 +73,10 @@ def typed_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _passed(df: pd.DataFrame) -> pd.Series:
-    """1 per passing probe, or its pass rate when it was asked several times."""
-    return df["pass_rate"].fillna(df["verdict"].eq("pass").astype(float)).astype(float)
+    """1 per passing probe, or its pass rate when it was asked several times;
+    NaN for an uncheckable one (no verdict: pass rates leave it out)."""
+    passed = df["pass_rate"].fillna(df["verdict"].eq("pass").astype(float)).astype(float)
+    return passed.where(df["classification"].astype(str) != "uncheckable")
 
 
 def pass_rate_matrix(df: pd.DataFrame) -> pd.DataFrame:
@@ -103,7 +105,7 @@ def strategy_table(df: pd.DataFrame) -> pd.DataFrame:
     table["cost_usd"] = tasks["task_cost_usd"].sum()
     table["cumulative_input_tokens"] = session_tokens(df)
     table["tokens_saved_vs_full"] = _saved_against_full(df)
-    passed_count = table["pass_rate"] * table["items"]
+    passed_count = passed.groupby("strategy", observed=True)["_passed"].sum()
     table["cost_per_passed_probe"] = table["cost_usd"] / passed_count.where(passed_count > 0)
     table["cost_per_task_usd"] = tasks["task_cost_usd"].mean()
     table["cache_hit_ratio"] = hit_ratios(tasks)

@@ -19,11 +19,13 @@ from .record import CLASSIFICATIONS, ResultRecord
 # beyond_context may hide a loss (there is no ground truth to tell); unstable
 # is noise that is not credibly the strategy's.
 SEVERITY: dict[str, int] = {
-    "context_loss": 7,
-    "error": 6,
-    "beyond_context": 5,
-    "divergent": 4,
-    "unstable": 3,
+    "context_loss": 8,
+    "error": 7,
+    "beyond_context": 6,
+    "divergent": 5,
+    "unstable": 4,
+    # No verdict: the probe measures nothing, which its author must hear of.
+    "uncheckable": 3,
     "model_miss": 2,
     "rescued": 1,
     "ok": 0,

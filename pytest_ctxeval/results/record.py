@@ -26,6 +26,7 @@ Classification = Literal[
     "divergent",
     "unstable",
     "beyond_context",
+    "uncheckable",
     "error",
 ]
 Survival = Literal["verbatim", "transformed", "in_store", "gone"]
@@ -37,6 +38,7 @@ CLASSIFICATIONS: tuple[str, ...] = (
     "divergent",
     "unstable",
     "beyond_context",
+    "uncheckable",
     "model_miss",
     "error",
 )
@@ -104,6 +106,9 @@ class ResultRecord(BaseModel):
     # Every answer when the probe was asked more than once.
     answers: list[str | None] | None = None
     ground_truth_answers: list[str | None] | None = None
+    # ``uncheckable``: the decoy that met the expectation though it knows
+    # nothing of the session, {kind, text} (see evaluate.calibration).
+    decoy: dict[str, str] | None = None
     # Why there is no full-context answer (``beyond_context``): it does not fit the model.
     no_ground_truth: str | None = None
     # Without an expectation: how the answers were compared, and the result.

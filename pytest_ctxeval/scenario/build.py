@@ -70,6 +70,8 @@ class Conversation:
     facts: list[Fact] = field(default_factory=list)
     # probe id -> 1-based line of its YAML entry (set by the loader)
     probe_lines: dict[str, int] = field(default_factory=dict)
+    # probe id -> 1-based column of its YAML entry (set by the loader)
+    probe_columns: dict[str, int] = field(default_factory=dict)
     # Indexes into ``messages`` where a new chat begins (multi-session).
     session_starts: list[int] = field(default_factory=list)
     # The matrix values this scenario was expanded with (empty without a matrix).

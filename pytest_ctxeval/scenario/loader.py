@@ -229,7 +229,9 @@ def _build_entry(item: Any, prefix: Loc, root: yaml.Node, file: _FileBudget) -> 
         conversation = build_conversation(scenario)
         conversation.matrix = combo
         for i, probe in enumerate(conversation.probes):
-            conversation.probe_lines[probe.id] = position(root, (*prefix, "probes", i))[0]
+            line, column = position(root, (*prefix, "probes", i))
+            conversation.probe_lines[probe.id] = line
+            conversation.probe_columns[probe.id] = column
         out.append(conversation)
     return out
 

@@ -150,8 +150,9 @@ class Expectation(Strict):
     )
     f1: str | list[str] | None = Field(
         default=None,
-        description="a gold answer (any of a list): some run of the answer's words has "
-        "token F1 >= threshold against it, normalised as QA benchmarks do",
+        description="a gold answer (any of a list): some run of the answer's content words "
+        "has token F1 >= threshold against it, normalised as LoCoMo does; a number or date "
+        "matches whole",
     )
     threshold: float | None = Field(
         default=None, gt=0.0, le=1.0, description=f"with f1 (default {DEFAULT_F1_THRESHOLD})"

@@ -4,7 +4,9 @@ with positions, and turning odd message content into plain text."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,30 @@ class Draft:
 
     where: Where
     data: dict[str, Any]
+    # Probe candidates: how many the importer kept, and per reason how many
+    # it dropped (``ctxeval import`` prints them); None when it drops none.
+    kept: int | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def candidate_summary(drafts: Iterable[Draft]) -> str | None:
+    """ "probes: 7 of 12 candidates kept; dropped: 3 with …, 2 …", or None
+    when no importer counted its candidates."""
+    kept, dropped, counted = 0, Counter[str](), False
+    for draft in drafts:
+        if draft.kept is None:
+            continue
+        counted = True
+        kept += draft.kept
+        dropped.update(draft.dropped)
+    if not counted:
+        return None
+    total = kept + sum(dropped.values())
+    text = f"probes: {kept} of {total} candidate{'s' if total != 1 else ''} kept"
+    if dropped:
+        reasons = ", ".join(f"{n} {reason}" for reason, n in dropped.most_common())
+        text += f"; dropped: {reasons}"
+    return text
 
 
 def read_text(path: str | Path, source: str) -> str:

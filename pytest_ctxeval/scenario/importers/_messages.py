@@ -24,6 +24,8 @@ class Session:
     dropped: int  # messages after the probe, left out
     tool_outputs: list[tuple[str, str]] = field(default_factory=list)  # (tool name, output)
     tool_turns: list[int] = field(default_factory=list)  # index in ``turns`` of each output
+    # User messages after the probe (they ask nothing: goodbyes), left out.
+    later_users: int = 0
 
 
 def message_numbers(turns: list[dict[str, Any]]) -> list[int]:
@@ -54,11 +56,12 @@ def split_at_last_user(
     key: str,
     *,
     worth_asking: Callable[[str], bool] | None = None,
+    never: Callable[[str], bool] | None = None,
 ) -> Session:
     """The turns before the last user message, and that message as the probe.
     ``key`` names the field holding the messages, for error text;
     ``worth_asking``: only a user message it accepts can be the probe (the
-    last one, when it accepts none)."""
+    last one, when it accepts none, but never one ``never`` accepts)."""
     if not isinstance(messages, list):
         raise TranscriptError(
             source, where, f"{key}: expected a list of messages, got {type_name(messages)}"
@@ -68,12 +71,17 @@ def split_at_last_user(
         raise TranscriptError(source, where, f"{key}: no user message to use as the probe")
     users = [i for i, role in enumerate(roles) if role == "user"]
     asked = [i for i in users if worth_asking is None or worth_asking(_text(messages[i]))]
+    if not asked and never is not None:
+        users = [i for i in users if not never(_text(messages[i]))]
+        if not users:
+            raise TranscriptError(source, where, f"{key}: no user message asks anything")
     last = (asked or users)[-1]
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     session = Session(
         None, turns, content_text(messages[last].get("content")), len(messages) - last - 1
     )
+    session.later_users = sum(1 for i, role in enumerate(roles) if role == "user" and i > last)
     call_names: dict[str, str] = {}  # tool call id -> tool name, for tool results
     for i, (message, role) in enumerate(zip(messages[:last], roles[:last], strict=True)):
         text = content_text(message.get("content"))

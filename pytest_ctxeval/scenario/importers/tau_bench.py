@@ -2,18 +2,21 @@
 
 The trajectory is kept up to its last substantive user message, which
 becomes a probe scored against the full-context answer: the simulated
-user's closing ``###STOP###`` and goodbye-only messages ask nothing.  Tool
-results are where agents lose facts, so up to three values from earlier
-tool outputs become probes with a known answer, naming which call when a
-tool was called more than once; each output they ask about is planted as a
-needle, so fact survival reports whether a strategy kept it."""
+user's closing ``###STOP###`` message and goodbye-only messages ask
+nothing and are never probes.  Tool results are where agents lose facts,
+so up to three values from earlier tool outputs become probes with a known
+answer; each output they ask about is planted as a needle, so fact
+survival reports whether a strategy kept it.  Only probes that losing the
+output fails are made: a value the session says anywhere else, or a value
+of a tool called more than once (the question could name the call only by
+its order), is left out, and the draft counts why."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import PurePath
 from typing import Any
 
@@ -37,7 +40,11 @@ _COURTESY = frozenset(
     "again done then".split()
 )
 _WORD = re.compile(r"[a-z']+")
-_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+# Why a candidate probe was left out, as ``ctxeval import`` reports it.
+SAID_ELSEWHERE = "tool values said elsewhere in the session (losing the output would not fail them)"
+SEVERAL_CALLS = "tool values of a tool called more than once (the call has no name to ask by)"
+OVER_LIMIT = f"tool values over the {MAX_VALUE_PROBES} per trajectory"
+GOODBYE = "goodbyes after the last request (###STOP### and thanks)"
 
 
 def import_tau_bench(text: str, source: str) -> list[Draft]:
@@ -48,14 +55,24 @@ def import_tau_bench(text: str, source: str) -> list[Draft]:
         if "traj" not in item:
             raise TranscriptError(source, where, "missing 'traj'")
         session = split_at_last_user(
-            item["traj"], source, where, "traj", worth_asking=asks_something
+            item["traj"], source, where, "traj", worth_asking=asks_something, never=ends_chat
         )
-        drafts.append(Draft(where, _scenario(item, session, stem, source, where)))
+        dropped: Counter[str] = Counter()
+        data = _scenario(item, session, stem, source, where, dropped)
+        if session.later_users:
+            dropped[GOODBYE] += session.later_users
+        kept = len(data["probes"])
+        drafts.append(Draft(where, data, kept=kept, dropped=dict(dropped)))
     return drafts
 
 
 def _scenario(
-    item: dict[str, Any], session: Session, stem: str, source: str, where: Where
+    item: dict[str, Any],
+    session: Session,
+    stem: str,
+    source: str,
+    where: Where,
+    dropped: Counter[str],
 ) -> dict[str, Any]:
     task, trial, reward = item.get("task_id"), item.get("trial"), item.get("reward")
     if task in (None, ""):
@@ -69,16 +86,17 @@ def _scenario(
         for label, value in (("task", task), ("trial", trial), ("reward", reward))
         if value is not None
     )
-    calls = Counter(tool for tool, _ in session.tool_outputs)
     numbers = message_numbers(session.turns)
     probes: list[dict[str, Any]] = []
     asked: dict[int, list[str]] = {}  # output index -> the values probes ask about
-    for n, (at, path, value) in enumerate(pick_values(session.tool_outputs), 1):
+    picked, skipped = pick_values(session.tool_outputs, elsewhere=_other_texts(session))
+    dropped.update(skipped)
+    for n, (at, path, value) in enumerate(picked, 1):
         asked.setdefault(at, []).append(value)
         probes.append(
             {
                 "id": f"tool-value-{n}",
-                "user": f"What was the {path} in the result of {_call_name(session, at, calls)}?",
+                "user": f"What was the {path} in the result of {session.tool_outputs[at][0]}?",
                 "expect": {"contains": value},
                 "evidence": [_needle_id(session, at)],
             }
@@ -112,9 +130,17 @@ def _scenario(
     )
 
 
+def ends_chat(text: str) -> bool:
+    """The simulated user's last message (it carries ``###STOP###``): no
+    agent answers it, so it is never a probe, whatever else it says."""
+    return STOP in text
+
+
 def asks_something(text: str) -> bool:
-    """Whether a user message is worth asking at the end: not only the
-    simulator's ``###STOP###`` and a goodbye."""
+    """Whether a user message is worth asking at the end: not the
+    simulator's ``###STOP###`` message, nor a goodbye."""
+    if ends_chat(text):
+        return False
     words = _WORD.findall(text.replace(STOP, " ").lower().replace("\u2019", "'"))
     return any(word not in _COURTESY for word in words)
 
@@ -124,42 +150,72 @@ def _nth_call(session: Session, at: int) -> int:
     return sum(1 for name, _ in session.tool_outputs[: at + 1] if name == tool)
 
 
-def _call_name(session: Session, at: int, calls: Counter[str]) -> str:
-    """``tool``, or "the second call to tool" when it was called more than once."""
-    tool = session.tool_outputs[at][0]
-    if calls[tool] == 1:
-        return tool
-    n = _nth_call(session, at)
-    if n > len(_ORDINALS):
-        return f"call number {n} to {tool}"
-    return f"the {_ORDINALS[n - 1]} call to {tool}"
-
-
 def _needle_id(session: Session, at: int) -> str:
     tool = session.tool_outputs[at][0]
     return f"{EVIDENCE_PREFIX}{slugify(tool, fallback='tool')}-{_nth_call(session, at)}"
 
 
 def pick_values(
-    outputs: list[tuple[str, str]], limit: int = MAX_VALUE_PROBES
-) -> list[tuple[int, str, str]]:
+    outputs: list[tuple[str, str]],
+    limit: int = MAX_VALUE_PROBES,
+    *,
+    elsewhere: Callable[[int], str] | None = None,
+) -> tuple[list[tuple[int, str, str]], Counter[str]]:
     """(index of the output, key path, value) for the first distinct scalar
     leaves of the tool outputs, in traversal order: deterministic, and early
-    outputs are the ones a strategy is most likely to have dropped."""
+    outputs are the ones a strategy is most likely to have dropped; and per
+    reason, how many candidates were left out.
+
+    A probe must be one that losing the output fails: a value that
+    ``elsewhere(index)`` (the session's other text) says too is left out,
+    and so is every value of a tool called more than once (a question can
+    name the call only by its order, which word matching cannot follow)."""
     picked: list[tuple[int, str, str]] = []
+    dropped: Counter[str] = Counter()
+    calls = Counter(tool for tool, _ in outputs)
     seen: set[str] = set()
-    for at, (_, output) in enumerate(outputs):
+    for at, (tool, output) in enumerate(outputs):
         try:
             data = json.loads(output)
         except (json.JSONDecodeError, TypeError):
             continue  # plain-text results have no key path to ask about
+        other = None
         for path, value in _leaves(data, ""):
-            if path and _usable(value) and value not in seen:
-                seen.add(value)
-                picked.append((at, path, value))
-                if len(picked) == limit:
-                    return picked
-    return picked
+            if not path or not _usable(value) or value in seen:
+                continue
+            seen.add(value)
+            if calls[tool] > 1:
+                dropped[SEVERAL_CALLS] += 1
+                continue
+            if elsewhere is not None:
+                other = elsewhere(at) if other is None else other
+                if occurs(value, other):
+                    dropped[SAID_ELSEWHERE] += 1
+                    continue
+            if len(picked) == limit:
+                dropped[OVER_LIMIT] += 1
+                continue
+            picked.append((at, path, value))
+    return picked, dropped
+
+
+def _other_texts(session: Session) -> Callable[[int], str]:
+    """For an output's index, every other text of the session: the system
+    prompt, the messages, tool-call arguments, the other outputs, the probe."""
+    outputs = set(session.tool_turns)
+    base = [session.system or "", session.probe]
+    for index, turn in enumerate(session.turns):
+        if index in outputs:
+            continue
+        for value in turn.values():
+            base.append(value if isinstance(value, str) else json.dumps(value, sort_keys=True))
+    shared = "\n".join(base)
+
+    def others(at: int) -> str:
+        rest = [o for i, (_, o) in enumerate(session.tool_outputs) if i != at]
+        return "\n".join([shared, *rest])
+
+    return others
 
 
 def _leaves(data: Any, path: str) -> Iterator[tuple[str, str]]:
