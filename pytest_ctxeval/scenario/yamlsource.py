@@ -29,6 +29,7 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 
 from .errors import ScenarioError
+from .confine import confinement_problem
 from .limits import Limits
 from .textfile import FileProblem, read_text_file
 
@@ -135,11 +136,13 @@ class _Bounded:
         path = budget.paths.get((self.base_dir, target))
         if path is None:
             try:
-                path = budget.paths[self.base_dir, target] = (self.base_dir / target).resolve()
+                path = (self.base_dir / target).resolve()
             except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
                 self._fail(mark, f"!include {target!r}: not a usable path ({exc})")
-        if not path.is_relative_to(self.root):
-            self._fail(mark, f"!include {target!r} leaves the scenario root {self.root}")
+            problem = confinement_problem(self.base_dir / target, path, self.root)
+            if problem:
+                self._fail(mark, f"!include {target!r} {problem}")
+            budget.paths[self.base_dir, target] = path
         if path in self.chain:
             cycle = " -> ".join(p.name for p in (*self.chain[self.chain.index(path) :], path))
             self._whole_file(mark, f"!include {target!r} makes a cycle: {cycle}")
