@@ -167,6 +167,14 @@ class CtxSession:
         if self._gate is None:
             from .gate.run import BaselineError, Gate
 
+            if options.update_baseline:
+                # Refused before the old baseline is read: it may be a link to anything.
+                from .output_paths import OutputPath, output_problems
+
+                where = [OutputPath("--ctx-baseline", options.baseline, "file")]
+                problems = output_problems(where, root=self.rootdir)
+                if problems:
+                    raise pytest.UsageError("\n".join(problems))
             gate = Gate(options.baseline, options.update_baseline, options.fail_if, options.shard)
             try:
                 gate.load()
@@ -194,7 +202,7 @@ class CtxSession:
             return
         from .output_paths import output_problems
 
-        problems = output_problems(self.options.output_paths())
+        problems = output_problems(self.options.output_paths(), root=self.rootdir)
         if problems:
             raise pytest.UsageError("\n".join(problems))
         self._outputs_checked = True
@@ -341,6 +349,7 @@ class CtxSession:
             comparison=result.comparison if result else None,
             breaches=result.breaches if result else None,
         )
+        from .safe_files import append_text
+
         # Appended: $GITHUB_STEP_SUMMARY collects every step's summary in one file.
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        append_text(path, text)

@@ -48,8 +48,14 @@ def _plant(ctx, name: str) -> str:
     raise AssertionError(name)
 
 
-CASES = ["parent", "git-config", "dot-directory", "dot-through-parts", "symlink-outside",
-         "symlink-to-git"]
+CASES = [
+    "parent",
+    "git-config",
+    "dot-directory",
+    "dot-through-parts",
+    "symlink-outside",
+    "symlink-to-git",
+]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..results.record import ResultRecord
+from ..safe_files import replace_text
 
 BASELINE_VERSION = 1
 
@@ -92,10 +93,8 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
         lines.append(",\n".join(entries))
     lines.append("  ]")
     lines.append("}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    # A fresh temporary file renamed over the baseline: never written through a link.
+    replace_text(path, "\n".join(lines) + "\n")
 
 
 def read_baseline(path: Path) -> Baseline:

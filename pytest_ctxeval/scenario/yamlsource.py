@@ -28,8 +28,8 @@ from yaml.constructor import SafeConstructor
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 
-from .errors import ScenarioError
 from .confine import confinement_problem
+from .errors import ScenarioError
 from .limits import Limits
 from .textfile import FileProblem, read_text_file
 
