@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rootdir=config.rootpath,
     )
     config.stash[SESSION_KEY] = ctx
+    config.add_cleanup(ctx.lock.release)
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)

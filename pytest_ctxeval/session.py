@@ -24,9 +24,16 @@ if TYPE_CHECKING:
     from .report.run_info import RunInfo
     from .results.record import ResultRecord
     from .results.store import ResultWriter
+    from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
 SESSION_KEY = pytest.StashKey["CtxSession"]()
+
+
+def _run_lock() -> RunLock:
+    from .run_lock import RunLock
+
+    return RunLock()
 
 
 @dataclass
@@ -54,6 +61,8 @@ class CtxSession:
     _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
     _writer: ResultWriter | None = None
+    # Controller side: this run's hold on its output folders (see run_lock).
+    lock: RunLock = field(default_factory=lambda: _run_lock())
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
     selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     batch_runs: bool = True
@@ -205,6 +214,14 @@ class CtxSession:
         problems = output_problems(self.options.output_paths(), root=self.rootdir)
         if problems:
             raise pytest.UsageError("\n".join(problems))
+        from .run_lock import OutputsBusy
+
+        try:
+            self.lock.take("--ctx-results", self.options.results)
+            self.lock.take("--ctx-report", self.options.report)
+        except OutputsBusy as exc:
+            self.lock.release()
+            raise pytest.UsageError(str(exc)) from None
         self._outputs_checked = True
 
     @property
@@ -323,6 +340,7 @@ class CtxSession:
         if self.options.summary is not None:
             self._append_summary(self.options.summary)
             written["summary"] = self.options.summary
+        self.lock.release()  # everything is on disk: the next run may start
         return written
 
     def _finish_gate(self) -> GateResult | None:
