@@ -87,14 +87,12 @@ def test_runs_one_after_the_other_both_write(ctx):
     assert len(read_jsonl(ctx.path / "reports" / "results.jsonl")) == 2
 
 
+ELSEWHERE = '"--ctx-results=other/results.jsonl", "--ctx-report=other/report.html",'
+
+
 def test_a_run_writing_elsewhere_is_not_held_up(ctx):
-    ctx.write(
-        "conftest.py",
-        CONFTEST.replace(
-            '"--ctx-strategy=full",',
-            '"--ctx-strategy=full", "--ctx-results=other/results.jsonl", "--ctx-report=other/report.html",',
-        ),
-    )
+    conftest = CONFTEST.replace('"--ctx-strategy=full",', f'"--ctx-strategy=full", {ELSEWHERE}')
+    ctx.write("conftest.py", conftest)
     ctx.scenario("recall", SCENARIO)
     result = ctx.run("--ctx-strategy=full")
     assert result.ret == 0, output(result)
