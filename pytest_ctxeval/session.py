@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from .gate.run import Gate, GateResult
     from .report.run_info import RunInfo
     from .results.record import ResultRecord
-    from .results.store import ResultWriter
     from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
@@ -60,7 +59,6 @@ class CtxSession:
     _model_checked: bool = False
     _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
-    _writer: ResultWriter | None = None
     # Controller side: this run's hold on its output folders (see run_lock).
     lock: RunLock = field(default_factory=lambda: _run_lock())
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
@@ -75,6 +73,9 @@ class CtxSession:
     _run_info: RunInfo | None = None
 
     def __post_init__(self) -> None:
+        from .output_loss import RunOutputs
+
+        self.outputs: RunOutputs = RunOutputs(self.options.results)
         if not self.run_id:
             self.run_id = self.started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
 
@@ -298,15 +299,13 @@ class CtxSession:
         return self.keep(record)
 
     def keep(self, record: ResultRecord) -> ResultRecord:
-        """Controller side: keep and persist one finished item's record."""
-        from .results.store import ResultWriter
-
+        """Controller side: keep and persist one finished item's record.  A
+        write that fails (a full disk) is noted in ``outputs.losses``, not
+        raised: the run goes on and the report still gets every record."""
         record.run_id = self.run_id
         self.run_info.stamp(record)
-        if self._writer is None:
-            self._writer = ResultWriter(self.options.results)
-        self._writer.write(record)
         self.records.append(record)
+        self.outputs.write(record)
         return record
 
     def finish(self) -> dict[str, Path]:
@@ -315,31 +314,41 @@ class CtxSession:
         A run in which no ctxeval item was selected writes nothing, so the
         previous run's results and report stay side by side.  A run that
         selected items but recorded none (interrupted) still empties the
-        results file: it sits next to this run's report."""
+        results file: it sits next to this run's report.  What cannot be
+        written is in ``losses``; the rest is still written."""
         if not (self.will_record or self.records):
             return {}
-        if self._writer is None:
-            from .results.store import ResultWriter
-
-            self._writer = ResultWriter(self.options.results)
-        self._writer.close()
-        self.gate_result = self._finish_gate()
+        written: dict[str, Path] = {}
+        if self.outputs.close():
+            written["results"] = self.options.results
+        try:
+            self.gate_result = self._finish_gate()
+        except OSError as exc:
+            self.outputs.lost(
+                self.options.baseline, "the baseline update (the old baseline is as it was)", exc
+            )
         from .report.html import write_report
 
-        write_report(
-            self.options.report,
-            self.records,
-            run_info=self.run_info,
-            comparison=self.gate_result.comparison if self.gate_result else None,
-            gated=self.gate is not None,
-            fail_on=self.options.fail_on,
-        )
-        written = {"results": self.options.results, "report": self.options.report}
+        try:
+            write_report(
+                self.options.report,
+                self.records,
+                run_info=self.run_info,
+                comparison=self.gate_result.comparison if self.gate_result else None,
+                gated=self.gate is not None,
+                fail_on=self.options.fail_on,
+            )
+            written["report"] = self.options.report
+        except OSError as exc:
+            self.outputs.lost(self.options.report, "the report (no part of it was written)", exc)
         if self.gate_result and self.gate_result.baseline_written:
             written["baseline"] = self.gate_result.baseline_written
         if self.options.summary is not None:
-            self._append_summary(self.options.summary)
-            written["summary"] = self.options.summary
+            try:
+                self._append_summary(self.options.summary)
+                written["summary"] = self.options.summary
+            except OSError as exc:
+                self.outputs.lost(self.options.summary, "the Markdown summary", exc)
         self.lock.release()  # everything is on disk: the next run may start
         return written
 
