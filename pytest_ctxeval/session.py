@@ -228,7 +228,10 @@ class CtxSession:
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
+            from .evaluate.regex_budget import reset_regex_budget
             from .evaluate.runner import EvalSettings, Evaluator
+
+            reset_regex_budget()  # a run's own regex time (pytester runs several in one process)
 
             options = self.options
             self._evaluator = Evaluator(

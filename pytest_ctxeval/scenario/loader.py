@@ -166,6 +166,11 @@ def _parse(
     duplicates = sorted(i for i, n in counts.items() if n > 1)
     if duplicates:
         raise ScenarioError.at(path, 1, 1, f"duplicate scenario id(s): {', '.join(duplicates)}")
+    for conversation in built:  # the file's regexes share its regex time
+        for probe in conversation.probes:
+            for expect in (probe.expect, probe.constraint_check):
+                if expect is not None:
+                    expect._source_file = path
     return built
 
 

@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     ValidationInfo,
     field_validator,
@@ -161,6 +162,13 @@ class Expectation(Strict):
         description="true: the answer says it does not know or was never told; false: it does not",
     )
     case_sensitive: bool = Field(default=False, description="text checks respect case")
+    # The scenario file this came from, set by the loader: its regexes share
+    # the file's regex time (see evaluate/regex_budget.py).
+    _source_file: str | None = PrivateAttr(default=None)
+
+    @property
+    def source_file(self) -> str | None:
+        return self._source_file
 
     @field_validator("contains", "equals")
     @classmethod
