@@ -170,6 +170,14 @@ class Expectation(Strict):
     def source_file(self) -> str | None:
         return self._source_file
 
+    def __eq__(self, other: object) -> bool:
+        # The same checks are equal wherever they were written.
+        if not isinstance(other, Expectation):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic models are
+
     @field_validator("contains", "equals")
     @classmethod
     def _has_text(cls, value: str | None, info: ValidationInfo) -> str | None:
