@@ -34,10 +34,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (not a character, so not encodable)
+    is written as its escape, ``\\ud800``: a JSON reader reads it back."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def append_text(path: Path, text: str) -> None:
     fd = open_no_follow(path, append=True)
     try:
-        write_all(fd, text.encode("utf-8"))
+        write_all(fd, utf8(text))
     finally:
         os.close(fd)
 
@@ -49,7 +55,7 @@ def replace_text(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
-            write_all(fd, text.encode("utf-8"))
+            write_all(fd, utf8(text))
         finally:
             os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())

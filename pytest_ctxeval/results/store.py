@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from ..redact import scrub_json
-from ..safe_files import open_no_follow, write_all
+from ..safe_files import open_no_follow, utf8, write_all
 from .record import ResultRecord
 
 if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
@@ -32,7 +32,7 @@ class ResultWriter:
     def write(self, record: ResultRecord) -> None:
         # Scrubbed again here, where every record passes on its way to disk,
         # whoever built it.
-        line = (scrub_json(record.model_dump(mode="json")) + "\n").encode("utf-8")
+        line = utf8(scrub_json(record.model_dump(mode="json")) + "\n")
         try:
             write_all(self._fd, line)
         except OSError:
