@@ -170,7 +170,7 @@ class CassetteStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Scrubbed as a whole (the request too): a secret a model echoed may
         # sit in a later request's messages.  The key was hashed before.
-        stored = scrub_data({"request": request, "response": response})
+        stored = scrub_data({"request": request, "response": response}, scenario=False)
         text = json.dumps(
             {"format": FORMAT_VERSION, "key": key, **stored},
             sort_keys=True,

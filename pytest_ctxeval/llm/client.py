@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import register_secret, scrub
+from ..redact import register_secret, scrub, scrub_values
 from ..textcap import cap_text
 from ._litellm import get_litellm
 from .cassettes import (
@@ -433,8 +433,10 @@ def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _bounded(text: str | None) -> str | None:
-    """An answer as it is scored and recorded: secrets scrubbed, length capped."""
-    return None if text is None else cap_text(scrub(text), MAX_ANSWER_CHARS)
+    """An answer as it is scored and recorded: keys scrubbed, length capped."""
+    # Only the environment's and the client's keys: a key-like fact a
+    # scenario planted is scored as the model gave it (see redact).
+    return None if text is None else cap_text(scrub_values(text, scenario=False), MAX_ANSWER_CHARS)
 
 
 def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -442,4 +444,4 @@ def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
     into the next request's cassette."""
     function = call["function"]
     arguments = function.get("arguments") or ""
-    return {**call, "function": {**function, "arguments": scrub(arguments)}}
+    return {**call, "function": {**function, "arguments": scrub_values(arguments, scenario=False)}}

@@ -245,6 +245,11 @@ class Needle(Strict):
     role: Literal["user", "assistant", "tool"] | None = Field(
         default=None, description="with depth: plant in the nearest message of this role"
     )
+    secret: bool = Field(
+        default=False,
+        description="its answer is a secret: scored as it is, shown as [redacted] in results, "
+        "the report and the terminal",
+    )
 
     @field_validator("answer")
     @classmethod
