@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -378,7 +379,9 @@ class CtxOptions:
             # one from the ini file is relative to the project root.
             value = get(dest) or _OPTIONS[dest][2] or ""
             base = invocation if config.getoption(dest) else root
-            return (base / value).resolve()
+            # Absolute but not resolved: a symbolic link on the way must be
+            # seen (and refused, see output_paths), not silently followed.
+            return Path(os.path.normpath(os.path.abspath(base / value)))
 
         return cls(
             strategies=get("ctx_strategy") or "all",

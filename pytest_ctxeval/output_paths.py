@@ -21,8 +21,11 @@ class OutputPath:
     kind: Literal["file", "directory"]
 
 
-def output_problems(outputs: list[OutputPath]) -> list[str]:
-    """One line per problem: the option, the path and what is wrong with it."""
+def output_problems(outputs: list[OutputPath], root: Path | None = None) -> list[str]:
+    """One line per problem: the option, the path and what is wrong with it.
+    A symbolic link at the path, or at a folder on the way to it inside the
+    project ``root``, is refused: a pull request can commit one pointing at
+    ``~/.bashrc``."""
     problems: list[str] = []
     first_user: dict[Path, str] = {}
     for output in outputs:
@@ -33,10 +36,27 @@ def output_problems(outputs: list[OutputPath]) -> list[str]:
                 "expected a path of its own"
             )
             continue
-        problem = _unwritable(output)
+        problem = _link_problem(output.path, root) or _unwritable(output)
         if problem:
             problems.append(f"{output.option}: cannot write {output.path}: {problem}")
     return problems
+
+
+def _link_problem(path: Path, root: Path | None) -> str | None:
+    """The highest symbolic link among ``path`` and its folders inside
+    ``root`` (the path itself wherever it is), described; None if none."""
+    inside = [p for p in reversed(path.parents) if root is not None and p.is_relative_to(root)]
+    for candidate in (*inside[1:], path):  # the root itself is the project, not our business
+        if candidate.is_symlink():
+            try:
+                target = os.readlink(candidate)
+            except OSError:
+                target = "?"
+            return (
+                f"{candidate} is a symbolic link (to {target}); outputs are never written "
+                "through a link: remove it, or choose a path without one"
+            )
+    return None
 
 
 def _unwritable(output: OutputPath) -> str | None:

@@ -71,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rootdir=config.rootpath,
     )
     config.stash[SESSION_KEY] = ctx
+    config.add_cleanup(ctx.lock.release)
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)
@@ -245,6 +246,14 @@ def _load_report_modules() -> None:
         pass
 
 
+# Exit codes a lost output does not replace: they say something worse.
+_NOT_OVERRIDDEN = (
+    pytest.ExitCode.INTERRUPTED,
+    pytest.ExitCode.INTERNAL_ERROR,
+    pytest.ExitCode.USAGE_ERROR,
+)
+
+
 class ControllerHooks:
     """Registered only where results are gathered: the controller under
     xdist, or the single process without it."""
@@ -384,6 +393,10 @@ class ControllerHooks:
                 finally:
                     self.written = finishing.result()
         self._gate_exit_status(session)
+        if self.ctx.outputs.losses and session.exitstatus not in _NOT_OVERRIDDEN:
+            from .output_loss import OUTPUT_LOST
+
+            session.exitstatus = OUTPUT_LOST
         return result
 
     def _gate_exit_status(self, session: pytest.Session) -> None:
@@ -399,6 +412,8 @@ class ControllerHooks:
             session.exitstatus = int(result.exit)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for loss in self.ctx.outputs.losses:
+            terminalreporter.write_line(printable(loss.line()))
         if not self.written:
             return
         from .report.terminal import summary_lines

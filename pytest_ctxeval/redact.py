@@ -2,16 +2,21 @@
 
 A server may echo the request's Authorization header in an error body, and a
 model may repeat a key it was shown; either would otherwise reach
-results.jsonl, the report, a cassette or the terminal.  ``scrub`` replaces
+results.jsonl, the report, a cassette or the terminal.  Replaced with
+``[redacted]`` wherever text is stored or shown:
 
 - the values of key-like environment variables (``OPENAI_API_KEY``,
   ``GITHUB_TOKEN``, ``DB_PASSWORD``, ...; values of 8 characters or more),
 - every key a ModelClient was given explicitly (see ``register_secret``),
-- bearer tokens and provider keys by their shape (``Authorization: Bearer
-  ...``, ``sk-...``, ``api-key: ...``),
+- values a scenario marks ``secret: true`` (not in cassettes: a replay
+  scores what the live run scored).
 
-with ``[redacted]``.  It is applied before text is stored or raised, so a
-replayed cassette holds what a live run would have scored.
+What only looks like a key (``Authorization: Bearer ...``, ``sk-...``,
+``ghp_...``, ``api-key: ...``) is replaced by ``scrub`` in errors and in what
+a server says about a request; an answer is scored, stored and shown as it
+is, because a key-like fact a scenario plants is exactly what its probe
+checks.  Nothing is replaced before scoring but the environment's and the
+client's own keys, so a replayed cassette holds what a live run scored.
 """
 
 from __future__ import annotations
@@ -54,16 +59,27 @@ _SHAPES = (
     re.compile(r"(?i)(\b(?:x-)?api[-_]?key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9._~+/-]{16,}=*"),
     # OpenAI / Anthropic style keys: sk-..., sk-proj-..., sk-ant-...
     re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
+    # GitHub (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_), GitLab, Slack and AWS keys.
+    re.compile(r"()\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+    re.compile(r"()\b(?:glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}\b)"),
 )
 # Every shape above needs one of these words, in any case: a text with none
 # of them, and with no known secret value, is left as it is.
-_SHAPE_WORDS = ("authorization", "bearer", "sk-")  # and "api key", spelled as below
+_SHAPE_WORDS = (
+    *("authorization", "bearer", "sk-", "github_pat_", "glpat-", "xox", "akia"),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+)  # and "api key", spelled as below
 _API_KEY_WORD = re.compile(r"api[-_]?key")
 # The only characters beyond ASCII that re, ignoring case, takes for an ASCII letter.
 _LETTER_LOOKALIKES = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
 
 _explicit: set[str] = set()
+# Values a scenario marks ``secret: true``: hidden wherever results are shown,
+# never in cassettes (a replay must score what the live run scored).
+_scenario: set[str] = set()
 _explicit_lock = threading.Lock()
+# A scenario's secret may be short ("hunter2"); shorter than this would garble text.
+MIN_SCENARIO_SECRET_CHARS = 4
 
 
 def register_secret(value: str | None) -> None:
@@ -71,6 +87,14 @@ def register_secret(value: str | None) -> None:
     if value and len(value) >= MIN_SECRET_CHARS:
         with _explicit_lock:
             _explicit.add(value)
+
+
+def register_scenario_secret(value: str) -> None:
+    """Hide ``value`` in results, reports and the terminal from now on: a
+    scenario marked it secret.  It is still scored as it is."""
+    if len(value) >= MIN_SCENARIO_SECRET_CHARS:
+        with _explicit_lock:
+            _scenario.add(value)
 
 
 def is_secret_name(name: str) -> bool:
@@ -83,16 +107,33 @@ def is_secret_name(name: str) -> bool:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every secret it contains replaced by ``[redacted]``."""
-    return _scrub(text, _pattern(_known_secrets()))
+    """``text`` with every secret it contains replaced by ``[redacted]``: the
+    known values and, by their shape, bearer tokens and provider keys.  For
+    errors and what servers send back about a request."""
+    pattern = _pattern(_known_secrets())
+    return _scrub(text if pattern is None else pattern.sub(REDACTED, text))
 
 
-def scrub_data(value: Any) -> Any:
-    """Every string in a JSON-like structure scrubbed (dict keys included)."""
-    return _scrub_data(value, _pattern(_known_secrets()))
+def scrub_values(text: str, *, scenario: bool = True) -> str:
+    """``text`` with the known secret values replaced (those of the
+    environment, the client's keys and, unless ``scenario`` is False, what
+    scenarios mark secret), but not what merely looks like a key: a key-like
+    fact a scenario plants is what a probe checks."""
+    pattern = _pattern(_known_secrets(scenario=scenario))
+    return (
+        text
+        if pattern is None or len(text) < MIN_SCENARIO_SECRET_CHARS
+        else pattern.sub(REDACTED, text)
+    )
 
 
-def needs_scrub(value: Any) -> bool:
+def scrub_data(value: Any, *, scenario: bool = True) -> Any:
+    """Every string in a JSON-like structure (dict keys included) with the
+    known secret values replaced, as ``scrub_values``."""
+    return _scrub_data(value, _pattern(_known_secrets(scenario=scenario)))
+
+
+def needs_scrub(value: Any, *, scenario: bool = True) -> bool:
     """False when ``scrub_data(value)`` would equal ``value``; True when it may not.
 
     One look at ``value`` written as JSON instead of a walk over every string
@@ -101,7 +142,7 @@ def needs_scrub(value: Any) -> bool:
         text = json.dumps(value, ensure_ascii=False, default=_not_text)
     except (TypeError, ValueError):  # a key JSON cannot write, or a cycle: walk it
         return True
-    return _may_hold_secret(text, _known_secrets())
+    return _may_hold_secret(text, _known_secrets(scenario=scenario))
 
 
 def scrub_json(value: Any) -> str:
@@ -114,11 +155,10 @@ def scrub_json(value: Any) -> str:
     return json.dumps(_scrub_data(value, _pattern(secrets)), sort_keys=True, ensure_ascii=False)
 
 
-def _scrub(text: str, values: re.Pattern[str] | None) -> str:
-    if len(text) < MIN_SECRET_CHARS:  # too short to hold any secret this module knows
+def _scrub(text: str) -> str:
+    """The shapes of keys and tokens replaced."""
+    if len(text) < MIN_SECRET_CHARS:  # too short to hold any key of a known shape
         return text
-    if values is not None:
-        text = values.sub(REDACTED, text)
     for shape in _SHAPES:
         text = shape.sub(lambda m: m.group(1) + REDACTED, text)
     return text
@@ -126,11 +166,11 @@ def _scrub(text: str, values: re.Pattern[str] | None) -> str:
 
 def _scrub_data(value: Any, values: re.Pattern[str] | None) -> Any:
     if isinstance(value, str):
-        return _scrub(value, values)
+        return values.sub(REDACTED, value) if values is not None else value
     if isinstance(value, dict):
         return {_scrub_data(k, values): _scrub_data(v, values) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        if all(type(v) in _NO_TEXT for v in value):  # a series of numbers: nothing to scrub
+        if values is None or all(type(v) in _NO_TEXT for v in value):  # nothing to scrub
             return type(value)(value)
         return type(value)(_scrub_data(v, values) for v in value)
     return value
@@ -146,11 +186,15 @@ def _not_text(_value: object) -> None:
 
 def _may_hold_secret(text: str, secrets: frozenset[str]) -> bool:
     """Whether JSON ``text`` (written with ``ensure_ascii=False``) holds a
-    known secret or a word some shape needs, in any case the shapes accept.
-    JSON escapes a string one character at a time and never a letter, ``-``
-    or ``_``: whatever a string holds, its JSON holds in escaped form."""
-    if any(escaped in text for escaped in _json_escaped(secrets)):
-        return True
+    known secret.  JSON escapes a string one character at a time and never a
+    letter, ``-`` or ``_``: whatever a string holds, its JSON holds in
+    escaped form."""
+    return any(escaped in text for escaped in _json_escaped(secrets))
+
+
+def may_hold_shape(text: str) -> bool:
+    """Whether ``text`` holds a word some key shape needs, in any case the
+    shapes accept."""
     if not text.isascii():
         for lookalike, letter in _LETTER_LOOKALIKES.items():
             if lookalike in text:
@@ -161,10 +205,11 @@ def _may_hold_secret(text: str, secrets: frozenset[str]) -> bool:
     )
 
 
-def _known_secrets() -> frozenset[str]:
-    """The secret values of the environment as it is now and the registered keys."""
+def _known_secrets(*, scenario: bool = True) -> frozenset[str]:
+    """The secret values of the environment as it is now, the registered
+    keys and (with ``scenario``) what scenarios marked secret."""
     with _explicit_lock:
-        explicit = frozenset(_explicit)
+        explicit = frozenset(_explicit | _scenario) if scenario else frozenset(_explicit)
     return _environment_secrets(tuple(os.environ.items())) | explicit
 
 

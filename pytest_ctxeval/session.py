@@ -23,10 +23,16 @@ if TYPE_CHECKING:
     from .gate.run import Gate, GateResult
     from .report.run_info import RunInfo
     from .results.record import ResultRecord
-    from .results.store import ResultWriter
+    from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
 SESSION_KEY = pytest.StashKey["CtxSession"]()
+
+
+def _run_lock() -> RunLock:
+    from .run_lock import RunLock
+
+    return RunLock()
 
 
 @dataclass
@@ -53,7 +59,8 @@ class CtxSession:
     _model_checked: bool = False
     _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
-    _writer: ResultWriter | None = None
+    # Controller side: this run's hold on its output folders (see run_lock).
+    lock: RunLock = field(default_factory=lambda: _run_lock())
     # Selected probe ids per (scenario file, scenario, strategy): see note_selection.
     selection: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
     batch_runs: bool = True
@@ -68,6 +75,9 @@ class CtxSession:
     _run_info: RunInfo | None = None
 
     def __post_init__(self) -> None:
+        from .output_loss import RunOutputs
+
+        self.outputs: RunOutputs = RunOutputs(self.options.results)
         if not self.run_id:
             self.run_id = self.started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
 
@@ -169,6 +179,14 @@ class CtxSession:
         if self._gate is None:
             from .gate.run import BaselineError, Gate
 
+            if options.update_baseline:
+                # Refused before the old baseline is read: it may be a link to anything.
+                from .output_paths import OutputPath, output_problems
+
+                where = [OutputPath("--ctx-baseline", options.baseline, "file")]
+                problems = output_problems(where, root=self.rootdir)
+                if problems:
+                    raise pytest.UsageError("\n".join(problems))
             gate = Gate(
                 options.baseline,
                 options.update_baseline,
@@ -203,15 +221,26 @@ class CtxSession:
             return
         from .output_paths import output_problems
 
-        problems = output_problems(self.options.output_paths())
+        problems = output_problems(self.options.output_paths(), root=self.rootdir)
         if problems:
             raise pytest.UsageError("\n".join(problems))
+        from .run_lock import OutputsBusy
+
+        try:
+            self.lock.take("--ctx-results", self.options.results)
+            self.lock.take("--ctx-report", self.options.report)
+        except OutputsBusy as exc:
+            self.lock.release()
+            raise pytest.UsageError(str(exc)) from None
         self._outputs_checked = True
 
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
+            from .evaluate.regex_budget import reset_regex_budget
             from .evaluate.runner import EvalSettings, Evaluator
+
+            reset_regex_budget()  # a run's own regex time (pytester runs several in one process)
 
             options = self.options
             self._evaluator = Evaluator(
@@ -282,17 +311,15 @@ class CtxSession:
         return self.keep(record)
 
     def keep(self, record: ResultRecord) -> ResultRecord:
-        """Controller side: keep and persist one finished item's record."""
-        from .results.store import ResultWriter
-
+        """Controller side: keep and persist one finished item's record.  A
+        write that fails (a full disk) is noted in ``outputs.losses``, not
+        raised: the run goes on and the report still gets every record."""
         record.run_id = self.run_id
         self.run_info.stamp(record)
         if self.options.shard is not None:
             record.shard = "{}/{}".format(*self.options.shard)
-        if self._writer is None:
-            self._writer = ResultWriter(self.options.results)
-        self._writer.write(record)
         self.records.append(record)
+        self.outputs.write(record)
         return record
 
     def finish(self) -> dict[str, Path]:
@@ -301,32 +328,43 @@ class CtxSession:
         A run in which no ctxeval item was selected writes nothing, so the
         previous run's results and report stay side by side.  A run that
         selected items but recorded none (interrupted) still empties the
-        results file: it sits next to this run's report."""
+        results file: it sits next to this run's report.  What cannot be
+        written is in ``losses``; the rest is still written."""
         if not (self.will_record or self.records):
             return {}
-        if self._writer is None:
-            from .results.store import ResultWriter
-
-            self._writer = ResultWriter(self.options.results)
-        self._writer.close()
-        self.gate_result = self._finish_gate()
+        written: dict[str, Path] = {}
+        if self.outputs.close():
+            written["results"] = self.options.results
+        try:
+            self.gate_result = self._finish_gate()
+        except OSError as exc:
+            self.outputs.lost(
+                self.options.baseline, "the baseline update (the old baseline is as it was)", exc
+            )
         from .report.html import write_report
 
-        write_report(
-            self.options.report,
-            self.records,
-            run_info=self.run_info,
-            comparison=self.gate_result.comparison if self.gate_result else None,
-            gate=self.gate_result,
-            gated=self.gate is not None,
-            fail_on=self.options.fail_on,
-        )
-        written = {"results": self.options.results, "report": self.options.report}
+        try:
+            write_report(
+                self.options.report,
+                self.records,
+                run_info=self.run_info,
+                comparison=self.gate_result.comparison if self.gate_result else None,
+                gate=self.gate_result,
+                gated=self.gate is not None,
+                fail_on=self.options.fail_on,
+            )
+            written["report"] = self.options.report
+        except OSError as exc:
+            self.outputs.lost(self.options.report, "the report (no part of it was written)", exc)
         if self.gate_result and self.gate_result.baseline_written:
             written["baseline"] = self.gate_result.baseline_written
         if self.options.summary is not None:
-            self._append_summary(self.options.summary)
-            written["summary"] = self.options.summary
+            try:
+                self._append_summary(self.options.summary)
+                written["summary"] = self.options.summary
+            except OSError as exc:
+                self.outputs.lost(self.options.summary, "the Markdown summary", exc)
+        self.lock.release()  # everything is on disk: the next run may start
         return written
 
     def _finish_gate(self) -> GateResult | None:
@@ -355,6 +393,7 @@ class CtxSession:
             comparison=result.comparison if result else None,
             breaches=result.breaches if result else None,
         )
+        from .safe_files import append_text
+
         # Appended: $GITHUB_STEP_SUMMARY collects every step's summary in one file.
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(text)
+        append_text(path, text)

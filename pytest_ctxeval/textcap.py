@@ -40,3 +40,17 @@ def original_length(text: str) -> int:
     if found is None:
         return len(text)
     return max(int(found.group(1).replace(",", "")), len(text))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_problem(text: str) -> str | None:
+    """What is wrong with ``text`` if it holds a lone surrogate (what a
+    ``\\ud800`` escape in JSON or YAML makes: not a character, and no UTF-8
+    file can hold it), e.g. "a lone surrogate U+D800 at character 5"; None
+    when it is valid Unicode."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"a lone surrogate U+{ord(found.group()):04X} at character {found.start() + 1:,}"

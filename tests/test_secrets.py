@@ -112,15 +112,16 @@ LOOKALIKE_SECRETS = [
     "AUTHORIZATION: abcdefgh".replace("I", "\u0130", 1),
     "api_\u212aey=ABCDEFGHIJKLMNOPQRS",
 ]
-PLANTED_TEXTS = [
+# Keys by their shape alone (in no variable): hidden in errors, not in answers.
+SHAPED_TEXTS = [
     "Authorization: Bearer xyz",
     "use Bearer eyJhbGciOiJIUzI1NiJ9.e30 here",
     "key sk-proj-AbCdEf0123456789xyz ok",
     "X-API-KEY: 0123456789abcdef0123",
-    f"the key was {PLANTED}",
-    f"escaped {ESCAPED_KEY} too",
     *LOOKALIKE_SECRETS,
 ]
+# Values of the environment: hidden everywhere.
+KNOWN_TEXTS = [f"the key was {PLANTED}", f"escaped {ESCAPED_KEY} too"]
 
 
 def _nested(text: str) -> dict[str, Any]:
@@ -132,17 +133,17 @@ def test_scrub_json_writes_what_scrubbing_then_json_would(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", PLANTED)
     monkeypatch.setenv("ACME_API_KEY", ESCAPED_KEY)
-    for text in PLANTED_TEXTS:
+    for text in KNOWN_TEXTS:
         data = _nested(text)
         assert needs_scrub(data), text
         written = scrub_json(data)
         assert written == json.dumps(scrub_data(data), sort_keys=True, ensure_ascii=False)
         assert REDACTED in written, text
-    clean = _nested(
-        "The build failed again \u2014 caf\u00e9 \u201cquotes\u201d, sk learn, api docs"
-    )
-    assert not needs_scrub(clean)
-    assert scrub_json(clean) == json.dumps(clean, sort_keys=True, ensure_ascii=False)
+    # What only looks like a key is stored as it is: a scenario may plant it.
+    for text in [*SHAPED_TEXTS, "The build failed again \u2014 caf\u00e9 \u201cquotes\u201d"]:
+        data = _nested(text)
+        assert not needs_scrub(data), text
+        assert scrub_json(data) == json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
 def test_a_sealed_record_is_scrubbed_only_where_a_secret_may_be(
@@ -153,9 +154,13 @@ def test_a_sealed_record_is_scrubbed_only_where_a_secret_may_be(
     fields["classification"] = "ok"
     clean = ResultRecord(**fields, answer="Input B is the CSV export.")
     assert sealed(clean) == clean
-    for text in PLANTED_TEXTS[3:]:
-        leaky = ResultRecord(**fields, answer=text)
-        assert REDACTED in sealed(leaky).answer, text
+    leaky = ResultRecord(**fields, answer=f"escaped {ESCAPED_KEY} too")
+    assert REDACTED in sealed(leaky).answer
+    for text in SHAPED_TEXTS:
+        planted = ResultRecord(**fields, answer=text)  # an answer is shown as scored
+        assert sealed(planted).answer == text
+        failed = ResultRecord(**fields, error=f"server said: {text}")  # an error loses it
+        assert REDACTED in (sealed(failed).error or ""), text
 
 
 def test_the_lookalike_letters_are_all_that_re_takes_for_ascii_letters() -> None:

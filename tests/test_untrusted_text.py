@@ -26,7 +26,7 @@ from fake_openai_server import (
     reply,
 )
 
-from pytest_ctxeval.evaluate import scoring
+from pytest_ctxeval.evaluate import regex_budget
 from pytest_ctxeval.evaluate.code_checks import MAX_CODE_CHARS, check_python
 from pytest_ctxeval.evaluate.judge import parse_verdict
 from pytest_ctxeval.evaluate.scoring import check_answer
@@ -224,7 +224,7 @@ def test_regexes_keep_their_re_meaning() -> None:
 def test_a_regex_that_runs_too_long_is_that_items_error_and_the_run_goes_on(
     ctx: CtxProject, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(scoring, "REGEX_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(regex_budget, "REGEX_TIMEOUT_S", 0.2)
     server.responder = answering("GREEDY", "a" * 30 + "!")
     ctx.scenario(
         "regex",

@@ -13,11 +13,7 @@ from .answer_text import normalise_answer
 from .code_checks import check_python
 from .f1 import gold_f1
 from .matching import occurs, same_answer
-from .uncheckable import UncheckableAnswer
-
-# Seconds one `regex`/`not_regex` search may take.  A pattern that backtracks
-# catastrophically ("(a+)+$") on a long answer would otherwise hang the run.
-REGEX_TIMEOUT_S = 2.0
+from .regex_budget import regex_budget
 
 
 def check_answer(answer: str | None, expect: Expectation, question: str = "") -> list[str]:
@@ -46,9 +42,12 @@ def check_answer(answer: str | None, expect: Expectation, question: str = "") ->
         present = [s for s in banned if found(s)]
         if present:
             failed.append(f"does not contain {present!r}")
-    if expect.regex is not None and not matches(expect.regex, text, expect.case_sensitive):
+    source = expect.source_file
+    if expect.regex is not None and not matches(expect.regex, text, expect.case_sensitive, source):
         failed.append(f"matches /{expect.regex}/")
-    if expect.not_regex is not None and matches(expect.not_regex, text, expect.case_sensitive):
+    if expect.not_regex is not None and matches(
+        expect.not_regex, text, expect.case_sensitive, source
+    ):
         failed.append(f"does not match /{expect.not_regex}/")
     if expect.equals is not None and not same_answer(text, expect.equals, expect.case_sensitive):
         failed.append(f"equals {expect.equals!r}")
@@ -65,18 +64,14 @@ def check_answer(answer: str | None, expect: Expectation, question: str = "") ->
     return failed
 
 
-def matches(pattern: str, text: str, case_sensitive: bool) -> bool:
+def matches(pattern: str, text: str, case_sensitive: bool, source: str | None = None) -> bool:
     """``re.search(pattern, text)`` (ignoring case unless ``case_sensitive``),
-    given up after REGEX_TIMEOUT_S.  The `regex` package in its
-    re-compatible mode (VERSION0) runs the search, for its time limit."""
+    given up after 2 s, or sooner when the scenario file
+    ``source`` or the run has little regex time left (see regex_budget).  The
+    `regex` package in its re-compatible mode (VERSION0) runs the search, for
+    its time limit."""
     flags = regex.VERSION0 | (0 if case_sensitive else regex.IGNORECASE)
-    try:
-        return regex.search(pattern, text, flags, timeout=REGEX_TIMEOUT_S) is not None
-    except TimeoutError:
-        raise UncheckableAnswer(
-            f"regex /{pattern}/ took longer than its {REGEX_TIMEOUT_S:g} s limit on "
-            f"a {len(text):,}-char answer"
-        ) from None
+    return regex_budget().search(pattern, text, flags, source)
 
 
 def token_f1(prediction: str, reference: str) -> float:

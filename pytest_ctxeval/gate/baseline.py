@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..results.record import ResultRecord
+from ..safe_files import replace_text
 
 BASELINE_VERSION = 1
 
@@ -29,7 +30,9 @@ class BaselineError(Exception):
 class BaselineEntry(BaseModel):
     """One probe under one strategy, as far as the gate needs to remember it."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    # NaN and infinity are refused: a hand-edited baseline would otherwise
+    # make every comparison with it false.
+    model_config = ConfigDict(extra="ignore", frozen=True, allow_inf_nan=False)
 
     scenario_file: str
     scenario: str
@@ -97,10 +100,8 @@ def write_baseline(path: Path, baseline: Baseline) -> None:
         lines.append(",\n".join(entries))
     lines.append("  ]")
     lines.append("}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    # A fresh temporary file renamed over the baseline: never written through a link.
+    replace_text(path, "\n".join(lines) + "\n")
 
 
 def read_baseline(path: Path) -> Baseline:
@@ -118,23 +119,42 @@ def read_baseline(path: Path) -> Baseline:
         raise BaselineError(
             f"{path}:{exc.lineno}:{exc.colno}: not a baseline (invalid JSON: {exc.msg})"
         ) from None
+    if not isinstance(data, dict):
+        raise BaselineError(f"{path}: not a baseline: expected a JSON object with entries")
+    version = data.get("version", BASELINE_VERSION)
+    if version != BASELINE_VERSION or isinstance(version, bool):
+        raise BaselineError(
+            f"{path}: baseline version {version!r} is not supported "
+            f"(expected {BASELINE_VERSION}); rewrite it with --ctx-update-baseline"
+        )
     try:
         baseline = Baseline.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BaselineError(f"{path}: not a baseline: {where}: {first['msg']}") from None
-    if baseline.version != BASELINE_VERSION:
-        raise BaselineError(
-            f"{path}: baseline version {baseline.version} is not supported "
-            f"(expected {BASELINE_VERSION}); rewrite it with --ctx-update-baseline"
-        )
+        raise BaselineError(f"{path}: not a baseline: {_where(exc, data)}") from None
     seen: set[Key] = set()
     for entry in baseline.entries:
         if entry.key in seen:
             raise BaselineError(f"{path}: entry {'::'.join(entry.key)} appears twice")
         seen.add(entry.key)
     return baseline
+
+
+def _where(exc: ValidationError, data: dict[str, Any]) -> str:
+    """The first problem, naming the entry by its probe when it is in one:
+    "entry 3 (scenarios/a.yaml::s::p[full]): cost_usd: Input should be a finite number"."""
+    first = exc.errors()[0]
+    loc = list(first["loc"])
+    message = first["msg"]
+    if len(loc) >= 2 and loc[0] == "entries" and isinstance(loc[1], int):
+        entries = data.get("entries")
+        entry = entries[loc[1]] if isinstance(entries, list) else None
+        named = ""
+        if isinstance(entry, dict):
+            fields = [str(entry.get(k, "?")) for k in ("scenario_file", "scenario", "probe")]
+            named = f" ({'::'.join(fields)}[{entry.get('strategy', '?')}])"
+        field = ".".join(str(p) for p in loc[2:]) or "(the entry)"
+        return f"entry {loc[1] + 1}{named}: {field}: {message}"
+    return f"{'.'.join(str(p) for p in loc) or '(top)'}: {message}"
 
 
 def merge_baselines(baselines: Iterable[Baseline]) -> Baseline:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..redact import scrub_data
+from ..textcap import surrogate_problem
 
 RecordMode = Literal["none", "new", "all"]
 RECORD_MODES: tuple[str, ...] = ("none", "new", "all")
@@ -169,7 +170,7 @@ class CassetteStore:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Scrubbed as a whole (the request too): a secret a model echoed may
         # sit in a later request's messages.  The key was hashed before.
-        stored = scrub_data({"request": request, "response": response})
+        stored = scrub_data({"request": request, "response": response}, scenario=False)
         text = json.dumps(
             {"format": FORMAT_VERSION, "key": key, **stored},
             sort_keys=True,
@@ -208,6 +209,9 @@ def response_problem(response: Any) -> str | None:
 
     if not isinstance(response, dict):
         return bad("response", response, "an object")
+    unicode = _invalid_unicode(response, "response")
+    if unicode is not None:
+        return unicode
     content = response.get("content")
     if content is not None and not isinstance(content, str):
         return bad("response.content", content, "a string or null")
@@ -240,6 +244,26 @@ def response_problem(response: Any) -> str | None:
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             return bad(f"{where}.function.arguments", arguments, "a string or null")
+    return None
+
+
+def _invalid_unicode(value: Any, where: str) -> str | None:
+    """The first text in ``value`` that is not valid Unicode, named by its field."""
+    if isinstance(value, str):
+        problem = surrogate_problem(value)
+        return f"{where} holds {problem}, which is not valid Unicode" if problem else None
+    if isinstance(value, dict):
+        items: Any = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _invalid_unicode(
+            item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}"
+        )
+        if found is not None:
+            return found
     return None
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import register_secret, scrub
+from ..redact import register_secret, scrub, scrub_values
 from ..textcap import cap_text
 from ._litellm import get_litellm
 from .cassettes import (
@@ -237,7 +237,22 @@ class ModelClient:
                         f"{name} after {attempt} attempts: {error_line(exc)}"
                     ) from None
                 hint = _retry_after_s(exc)
-                wait = hint if hint is not None else self.backoff_s * 2 ** (attempt - 1)
+                if (
+                    hint is not None
+                    and deadline is not None
+                    and time.perf_counter() + hint >= deadline
+                ):
+                    # Waiting part of it would only hold the run up: the
+                    # server said when it will answer, and that is too late.
+                    raise ModelError(
+                        f"{name}: the server asks to retry after {hint:,.0f} s, past the "
+                        f"{self.deadline_s:g} s deadline: {error_line(exc)}"
+                    ) from None
+                wait = (
+                    min(hint, MAX_RETRY_AFTER_S)
+                    if hint is not None
+                    else self.backoff_s * 2 ** (attempt - 1)
+                )
                 if deadline is not None and time.perf_counter() + wait >= deadline:
                     raise ModelError(
                         f"{name}, and no time left for attempt {attempt + 1} within the "
@@ -357,7 +372,7 @@ def _within(
 
 
 def _retry_after_s(exc: BaseException) -> float | None:
-    """The wait a provider asks for (retry-after-ms / retry-after seconds), capped;
+    """The wait a provider asks for (retry-after-ms / retry-after seconds);
     None when it names none and exponential backoff applies."""
     headers = getattr(exc, "litellm_response_headers", None) or getattr(
         getattr(exc, "response", None), "headers", None
@@ -369,7 +384,9 @@ def _retry_after_s(exc: BaseException) -> float | None:
         if value is None:
             continue
         try:
-            return min(max(float(value) * scale, 0.0), MAX_RETRY_AFTER_S)
+            wait = float(value) * scale
+            # Capped where it is waited for; "nan" is no wait a server can mean.
+            return max(wait, 0.0) if wait == wait else None
         except (TypeError, ValueError):  # an HTTP date: not worth parsing, back off instead
             return None
     return None
@@ -416,8 +433,10 @@ def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _bounded(text: str | None) -> str | None:
-    """An answer as it is scored and recorded: secrets scrubbed, length capped."""
-    return None if text is None else cap_text(scrub(text), MAX_ANSWER_CHARS)
+    """An answer as it is scored and recorded: keys scrubbed, length capped."""
+    # Only the environment's and the client's keys: a key-like fact a
+    # scenario planted is scored as the model gave it (see redact).
+    return None if text is None else cap_text(scrub_values(text, scenario=False), MAX_ANSWER_CHARS)
 
 
 def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
@@ -425,4 +444,4 @@ def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
     into the next request's cassette."""
     function = call["function"]
     arguments = function.get("arguments") or ""
-    return {**call, "function": {**function, "arguments": scrub(arguments)}}
+    return {**call, "function": {**function, "arguments": scrub_values(arguments, scenario=False)}}

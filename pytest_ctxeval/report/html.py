@@ -291,7 +291,8 @@ def _asset(name: str) -> Markup:
 
 def write_report(path: str | Path, records: list[ResultRecord], **kw: Any) -> Path:
     """Render the report to ``path``, creating parent directories."""
+    from ..safe_files import replace_text
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(records, **kw), encoding="utf-8")
+    replace_text(path, render_report(records, **kw))
     return path

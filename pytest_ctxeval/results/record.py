@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..redact import needs_scrub, scrub_data
+from ..redact import needs_scrub, scrub, scrub_data
 from ..textcap import cap_text
 
 # The answer text a record keeps (answer, ground_truth_answer, answers):
@@ -197,4 +197,11 @@ def sealed(record: ResultRecord) -> ResultRecord:
     data["failed_checks"] = [cap_text(c, MAX_RECORD_TEXT_CHARS) for c in data["failed_checks"]]
     if data["judge"] is not None and isinstance(data["judge"].get("reason"), str):
         data["judge"]["reason"] = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
-    return ResultRecord.model_validate(scrub_data(data) if needs_scrub(data) else data)
+    if needs_scrub(data):
+        data = scrub_data(data)
+    # Errors quote servers and exceptions: keys there go by their shape too.
+    for name in ("error", "no_ground_truth"):
+        if isinstance(data[name], str):
+            data[name] = scrub(data[name])
+    data["failed_checks"] = [scrub(c) for c in data["failed_checks"]]
+    return ResultRecord.model_validate(data)

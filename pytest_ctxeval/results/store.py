@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from ..redact import scrub_json
+from ..safe_files import open_no_follow, utf8, write_all
 from .record import ResultRecord
 
 if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
@@ -14,22 +17,36 @@ if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
 
 
 class ResultWriter:
-    """Appends records to a JSONL file; each line is flushed at once so an
-    interrupted run keeps everything already finished."""
+    """Appends records to a JSONL file; each line is written at once so an
+    interrupted run keeps everything already finished.  The file is opened
+    without following a symbolic link; a line that cannot be written whole (a
+    full disk, a file-size limit) is taken back, so the lines before it stay
+    intact, and OSError says why."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = path.open("w", encoding="utf-8")
+        self.written = 0  # records on disk
+        self._fd = open_no_follow(path)
+        self._end = 0  # bytes of whole lines
 
     def write(self, record: ResultRecord) -> None:
         # Scrubbed again here, where every record passes on its way to disk,
         # whoever built it.
-        self._fh.write(scrub_json(record.model_dump(mode="json")) + "\n")
-        self._fh.flush()
+        line = utf8(scrub_json(record.model_dump(mode="json")) + "\n")
+        try:
+            write_all(self._fd, line)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._end)
+                os.lseek(self._fd, self._end, os.SEEK_SET)
+            raise
+        self._end += len(line)
+        self.written += 1
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 @overload

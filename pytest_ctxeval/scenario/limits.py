@@ -43,6 +43,10 @@ class Limits:
     # Seconds spent rendering all templates of one file: a backstop for work
     # that the other template limits do not count.
     template_seconds: int = 10
+    # Seconds of ``regex`` / ``not_regex`` searching for the scenarios of one
+    # file, and for a whole run (each search also stops at 2 s).
+    regex_seconds: int = 10
+    regex_run_seconds: int = 60
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:

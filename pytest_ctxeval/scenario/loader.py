@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..evaluate.matching import occurs
+from ..redact import register_scenario_secret
 from .build import BuildProblem, Conversation, build_conversation, generated_specs
 from .errors import Problem, ScenarioError, ScenarioWarning, closest
 from .generators import estimated_tokens, size_knob
@@ -166,6 +167,16 @@ def _parse(
     duplicates = sorted(i for i, n in counts.items() if n > 1)
     if duplicates:
         raise ScenarioError.at(path, 1, 1, f"duplicate scenario id(s): {', '.join(duplicates)}")
+    for conversation in built:  # the file's regexes share its regex time
+        for needle in conversation.scenario.needles or []:
+            if needle.secret:
+                answers = [needle.answer] if isinstance(needle.answer, str) else needle.answer
+                for value in answers or []:
+                    register_scenario_secret(value)
+        for probe in conversation.probes:
+            for expect in (probe.expect, probe.constraint_check):
+                if expect is not None:
+                    expect._source_file = path
     return built
 
 

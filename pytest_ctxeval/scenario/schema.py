@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     ValidationInfo,
     field_validator,
@@ -162,6 +163,21 @@ class Expectation(Strict):
         description="true: the answer says it does not know or was never told; false: it does not",
     )
     case_sensitive: bool = Field(default=False, description="text checks respect case")
+    # The scenario file this came from, set by the loader: its regexes share
+    # the file's regex time (see evaluate/regex_budget.py).
+    _source_file: str | None = PrivateAttr(default=None)
+
+    @property
+    def source_file(self) -> str | None:
+        return self._source_file
+
+    def __eq__(self, other: object) -> bool:
+        # The same checks are equal wherever they were written.
+        if not isinstance(other, Expectation):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as pydantic models are
 
     @field_validator("contains", "equals")
     @classmethod
@@ -229,6 +245,11 @@ class Needle(Strict):
     turn: int | None = Field(default=None, ge=1, description="1-based message index")
     role: Literal["user", "assistant", "tool"] | None = Field(
         default=None, description="with depth: plant in the nearest message of this role"
+    )
+    secret: bool = Field(
+        default=False,
+        description="its answer is a secret: scored as it is, shown as [redacted] in results, "
+        "the report and the terminal",
     )
 
     @field_validator("answer")

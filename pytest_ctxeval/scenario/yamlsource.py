@@ -28,6 +28,8 @@ from yaml.constructor import SafeConstructor
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 
+from ..textcap import surrogate_problem
+from .confine import confinement_problem
 from .errors import ScenarioError
 from .limits import Limits
 from .textfile import FileProblem, read_text_file
@@ -135,11 +137,13 @@ class _Bounded:
         path = budget.paths.get((self.base_dir, target))
         if path is None:
             try:
-                path = budget.paths[self.base_dir, target] = (self.base_dir / target).resolve()
+                path = (self.base_dir / target).resolve()
             except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, a NUL byte
                 self._fail(mark, f"!include {target!r}: not a usable path ({exc})")
-        if not path.is_relative_to(self.root):
-            self._fail(mark, f"!include {target!r} leaves the scenario root {self.root}")
+            problem = confinement_problem(self.base_dir / target, path, self.root)
+            if problem:
+                self._fail(mark, f"!include {target!r} {problem}")
+            budget.paths[self.base_dir, target] = path
         if path in self.chain:
             cycle = " -> ".join(p.name for p in (*self.chain[self.chain.index(path) :], path))
             self._whole_file(mark, f"!include {target!r} makes a cycle: {cycle}")
@@ -532,6 +536,7 @@ def _load(
         if node is None:
             raise ScenarioError.at(display, 1, 1, "empty file: expected a scenario mapping")
         _reject_duplicate_keys(node, display)
+        _reject_surrogates(node, display)
         data = loader.construct_document(node)
     finally:
         if loader is not None:
@@ -584,6 +589,34 @@ def _reject_duplicate_keys(root: yaml.Node, path: str) -> None:
         raise ScenarioError.at(
             path, mark.line + 1, mark.column + 1, f"duplicate key {first.value!r}"
         )
+
+
+def _reject_surrogates(root: yaml.Node, path: str) -> None:
+    """A ``"\\ud800"`` escape makes a lone surrogate: not a character, and
+    no results file, cassette or report could hold it."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            problem = surrogate_problem(node.value)
+            if problem:
+                mark = node.start_mark
+                raise ScenarioError.at(
+                    path,
+                    mark.line + 1,
+                    mark.column + 1,
+                    f"{problem} of this text is not valid Unicode (an escape such as "
+                    '"\\ud800" on its own); remove it, or escape a whole character',
+                )
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += (key, value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def find_node(root: yaml.Node, loc: Loc) -> tuple[yaml.Node, yaml.Node | None]:

@@ -134,12 +134,29 @@ def load_presets(dirs: Iterable[Path], kinds: Mapping[str, Any]) -> dict[str, Pr
 
 
 def _read(path: Path, kinds: Mapping[str, Any]) -> Preset:
-    import yaml
+    # Read as scenario files are, under the same limits (CTXEVAL_MAX_*): a
+    # pull request can add a preset, and a 4 KB alias bomb would otherwise
+    # take gigabytes.  Its includes stay in its folder.
+    from ..scenario.errors import ScenarioError
+    from ..scenario.limits import InvalidLimit, Limits
+    from ..scenario.textfile import FileProblem, read_text_file
+    from ..scenario.yamlsource import parse_yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        limits = Limits.from_env()
+        text = read_text_file(path, limits)
+        _, data = parse_yaml(
+            text,
+            str(path),
+            base_dir=path.parent,
+            root=path.parent,
+            limits=limits,
+            chain=(path.resolve(),),
+        )
+    except (FileProblem, InvalidLimit) as exc:
         raise PresetError(f"{path}: cannot read the preset: {exc}") from None
+    except ScenarioError as exc:
+        raise PresetError(f"cannot read the preset: {exc}") from None
     if not isinstance(data, dict):
         raise PresetError(f"{path}: expected a mapping with name, kind, params, description")
     try:

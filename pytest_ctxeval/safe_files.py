@@ -1,0 +1,71 @@
+"""Writing the run's files without following symbolic links.
+
+A pull request can commit ``reports/results.jsonl`` as a link to
+``~/.bashrc``.  The run refuses such links before it starts (see
+output_paths.py); here every file it writes is opened with ``O_NOFOLLOW`` or
+written to a fresh temporary file that is renamed over the target (a rename
+replaces a link, never what it points at), so a link that appears later is
+not followed either."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+# Not on every platform (Windows has no symbolic links to fear here).
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def open_no_follow(path: Path, *, append: bool = False) -> int:
+    """A file descriptor for writing ``path`` (truncated, or appended to),
+    creating it and its folders; OSError (ELOOP) when it is a symbolic link."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+    flags |= os.O_APPEND if append else os.O_TRUNC
+    return os.open(path, flags, 0o666)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data``; os.write may write less than it was given."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (not a character, so not encodable)
+    is written as its escape, ``\\ud800``: a JSON reader reads it back."""
+    return text.encode("utf-8", "backslashreplace")
+
+
+def append_text(path: Path, text: str) -> None:
+    fd = open_no_follow(path, append=True)
+    try:
+        write_all(fd, utf8(text))
+    finally:
+        os.close(fd)
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write ``text`` to a new file next to ``path`` and rename it over
+    ``path``: all of it or, on failure (a full disk), the old file as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        try:
+            write_all(fd, utf8(text))
+        finally:
+            os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
