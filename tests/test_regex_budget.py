@@ -22,9 +22,12 @@ def catastrophic(scenario_id: str, probes: int) -> str:
 
 def test_the_same_search_on_the_same_answer_runs_once(ctx, monkeypatch):
     """Identical answers (here: echoed identical questions) cost one search."""
-    monkeypatch.setenv("CTXEVAL_MAX_REGEX_SECONDS", "1")
+    # Room for two searches: the probe's own question is a decoy it is scored
+    # on first.  `regex`, not `not_regex`: an abstention (a decoy) meets the
+    # latter, and such a probe is uncheckable before any answer is searched.
+    monkeypatch.setenv("CTXEVAL_MAX_REGEX_SECONDS", "5")
     probes = [
-        f'  - {{id: p{i}, user: "Is {RUN_OF_A} fine?", expect: {{not_regex: "(a|aa)+$"}}}}'
+        f'  - {{id: p{i}, user: "Is {RUN_OF_A} fine?", expect: {{regex: "(a|aa)+$"}}}}'
         for i in range(5)
     ]
     ctx.scenario("same", "\n".join(["id: same", "turns:", "  - user: hello", "probes:", *probes]))
