@@ -126,7 +126,8 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
     "ctx_cache_model": (
         "--ctx-cache-model",
         "Whose prompt-cache rules price the session: openai (automatic, from 1,024 "
-        "tokens in 128-token steps) or anthropic (breakpoints, write premium); "
+        "tokens in 128-token steps), anthropic (breakpoints, write premium, the "
+        "model family's minimum) or anthropic-auto (Anthropic's automatic caching); "
         "default: the model's provider",
         None,
     ),
@@ -200,7 +201,7 @@ def _agreement(value: str) -> float:
 def _cache_model(value: str | None) -> str | None:
     if value is None:
         return None
-    from .llm.prompt_cache import RULES
+    from .llm.cache_rules import RULES
 
     return _one_of("--ctx-cache-model", value, RULES)
 

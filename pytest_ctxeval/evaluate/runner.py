@@ -442,7 +442,7 @@ class Evaluator:
                     client=self.client,
                     model=self.settings.model,
                     fork_at=sweep_cuts(conversation, self.settings.sweep_every),
-                    cache_rules=cache_rules_named(self.settings.cache_model),
+                    cache_rules=cache_rules_named(self.settings.cache_model, self.settings.model),
                     seconds_per_request=self.settings.seconds_per_request,
                 )
         return self._traces[key]
