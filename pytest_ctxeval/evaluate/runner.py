@@ -355,6 +355,7 @@ class Evaluator:
         record.cached_cost_usd = probe_cached_cost_usd(record, self.settings.model, len(asked))
         record.latency_s = round(sum(a.latency_s for a in asked), 6)
         record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(first.request_tokens)
+        record.probe_input_tokens = sum(sum(a.request_tokens) for a in asked)
         record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *first.request_tokens])
         for answer in asked:
             record.failed_checks.extend(f"tool call: {e}" for e in answer.tool_errors)
