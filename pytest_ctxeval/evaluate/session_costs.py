@@ -4,6 +4,7 @@ breaks, and its per-request series.  See docs/costs.md for the cost model."""
 
 from __future__ import annotations
 
+from ..llm.cache_rules import RULES, CacheRules, rules_named
 from ..llm.costs import (
     RequestUse,
     cache_discount_usd,
@@ -11,7 +12,6 @@ from ..llm.costs import (
     cache_rules,
     priced_requests,
 )
-from ..llm.cache_rules import RULES, CacheRules, rules_named
 from ..results.record import ResultRecord
 from .session_ledger import SERIES
 from .simulate import SessionTrace

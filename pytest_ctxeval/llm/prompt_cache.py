@@ -44,16 +44,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import identical_prefix_length
-from .cache_breaks import BREAK_REASONS, message_reason  # noqa: F401
-from .cache_rules import (  # noqa: F401  (re-exported: the rules used to live here)
-    ANTHROPIC,
-    ANTHROPIC_AUTO,
-    DEFAULT_TTL_S,
-    OPENAI,
-    RULES,
-    CacheRules,
-    rules_for,
-)
+from .cache_breaks import BREAK_REASONS as BREAK_REASONS
+from .cache_breaks import message_reason
+from .cache_rules import ANTHROPIC as ANTHROPIC
+from .cache_rules import ANTHROPIC_AUTO as ANTHROPIC_AUTO
+from .cache_rules import DEFAULT_TTL_S as DEFAULT_TTL_S
+from .cache_rules import OPENAI as OPENAI
+from .cache_rules import RULES as RULES
+from .cache_rules import CacheRules as CacheRules
+from .cache_rules import rules_for as rules_for
 from .prefix_list import PrefixList
 
 Message = dict[str, Any]
