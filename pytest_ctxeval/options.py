@@ -137,6 +137,13 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "5-minute lifetime",
         "30",
     ),
+    "ctx_tokenizer": (
+        "--ctx-tokenizer",
+        "The model's own tokenizer, for a model served locally or unknown to litellm: "
+        "a tokenizer.json, or a GGUF model file (its metadata holds one); "
+        "default: litellm's for the model",
+        None,
+    ),
     "ctx_context_window": (
         "--ctx-context-window",
         "The model's context window in tokens (default: litellm's model info; "
@@ -210,6 +217,18 @@ def _seconds_per_turn(value: str) -> float:
     return _number(
         "--ctx-seconds-per-turn", value, float, lambda n: n >= 0, "a number of seconds >= 0"
     )
+
+
+def _tokenizer_file(value: str | None, base: Path) -> Path | None:
+    if value is None:
+        return None
+    path = (base / value).expanduser().resolve()
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"--ctx-tokenizer: no such file {value!r}; "
+            "expected a tokenizer.json or a .gguf model file"
+        )
+    return path
 
 
 def _context_window(value: str | None) -> int | None:
@@ -335,6 +354,8 @@ class CtxOptions:
     # simulated time between requests.
     cache_model: str | None = None
     seconds_per_turn: float = 30.0
+    # --ctx-tokenizer: the model's own tokenizer file; None = litellm's.
+    tokenizer: Path | None = None
 
     @property
     def gated(self) -> bool:
@@ -383,6 +404,9 @@ class CtxOptions:
             budgets=_budgets(get("ctx_budget")),
             cache_model=_cache_model(get("ctx_cache_model")),
             seconds_per_turn=_seconds_per_turn(get("ctx_seconds_per_turn") or "30"),
+            tokenizer=_tokenizer_file(
+                get("ctx_tokenizer"), invocation if config.getoption("ctx_tokenizer") else root
+            ),
             **_gate_options(config, get, output_path),
         )
 

@@ -28,7 +28,13 @@ from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
-from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
+from ..llm.tokens import (
+    message_tokens,
+    shared_prefix_tokens,
+    tokenizer_name,
+    tools_tokens,
+    window_tokens,
+)
 from ..report.run_info import plain, strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
@@ -544,6 +550,7 @@ def _new_record(
         scenario_file=source,
         strategy=spec.name,
         model=model,
+        tokenizer=tokenizer_name(model),
         probe=probe.id,
         verdict="error",
         classification="error",

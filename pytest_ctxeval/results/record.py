@@ -66,6 +66,10 @@ class ResultRecord(BaseModel):
     failed_checks: list[str] = Field(default_factory=list)
     fact_survival: dict[str, Survival] = Field(default_factory=dict)
     prompt_tokens: int = 0
+    # Which tokenizer counted every token figure of this record: the model's
+    # own (gguf:FILE, tokenizer.json:FILE; --ctx-tokenizer) or litellm's
+    # choice (tiktoken:ENCODING, huggingface:MODEL).
+    tokenizer: str = ""
     cumulative_input_tokens: int = 0
     peak_prompt_tokens: int = 0
     full_prompt_tokens: int = 0
