@@ -131,7 +131,8 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
     "ctx_cache_model": (
         "--ctx-cache-model",
         "Whose prompt-cache rules price the session: openai (automatic, from 1,024 "
-        "tokens in 128-token steps) or anthropic (breakpoints, write premium); "
+        "tokens in 128-token steps), anthropic (breakpoints, write premium, the "
+        "model family's minimum) or anthropic-auto (Anthropic's automatic caching); "
         "default: the model's provider",
         None,
     ),
@@ -140,6 +141,13 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "Simulated seconds between the session's requests, against the prompt cache's "
         "5-minute lifetime",
         "30",
+    ),
+    "ctx_tokenizer": (
+        "--ctx-tokenizer",
+        "The model's own tokenizer, for a model served locally or unknown to litellm: "
+        "a tokenizer.json, or a GGUF model file (its metadata holds one); "
+        "default: litellm's for the model",
+        None,
     ),
     "ctx_context_window": (
         "--ctx-context-window",
@@ -205,7 +213,7 @@ def _agreement(value: str) -> float:
 def _cache_model(value: str | None) -> str | None:
     if value is None:
         return None
-    from .llm.prompt_cache import RULES
+    from .llm.cache_rules import RULES
 
     return _one_of("--ctx-cache-model", value, RULES)
 
@@ -214,6 +222,18 @@ def _seconds_per_turn(value: str) -> float:
     return _number(
         "--ctx-seconds-per-turn", value, float, lambda n: n >= 0, "a number of seconds >= 0"
     )
+
+
+def _tokenizer_file(value: str | None, base: Path) -> Path | None:
+    if value is None:
+        return None
+    path = (base / value).expanduser().resolve()
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"--ctx-tokenizer: no such file {value!r}; "
+            "expected a tokenizer.json or a .gguf model file"
+        )
+    return path
 
 
 def _context_window(value: str | None) -> int | None:
@@ -355,6 +375,8 @@ class CtxOptions:
     # simulated time between requests.
     cache_model: str | None = None
     seconds_per_turn: float = 30.0
+    # --ctx-tokenizer: the model's own tokenizer file; None = litellm's.
+    tokenizer: Path | None = None
 
     @property
     def gated(self) -> bool:
@@ -405,6 +427,9 @@ class CtxOptions:
             budgets=_budgets(get("ctx_budget")),
             cache_model=_cache_model(get("ctx_cache_model")),
             seconds_per_turn=_seconds_per_turn(get("ctx_seconds_per_turn") or "30"),
+            tokenizer=_tokenizer_file(
+                get("ctx_tokenizer"), invocation if config.getoption("ctx_tokenizer") else root
+            ),
             **_gate_options(config, get, output_path),
         )
 

@@ -57,6 +57,7 @@ class CtxSession:
     # --ctx-budget: the named strategies that take no budget (they run once).
     without_budget: list[str] = field(default_factory=list)
     _model_checked: bool = False
+    _tokenizer_used: bool = False
     _outputs_checked: bool = False
     _evaluator: Evaluator | None = None
     # Controller side: this run's hold on its output folders (see run_lock).
@@ -146,7 +147,26 @@ class CtxSession:
         can be called.  Raises pytest.UsageError."""
         _ = self.strategies
         self.check_model()
+        self.use_model_tokenizer()
         _ = self.gate
+
+    def use_model_tokenizer(self) -> None:
+        """--ctx-tokenizer: count the model's tokens with its own tokenizer."""
+        if self._tokenizer_used:
+            return
+        from .llm.tokens import forget_tokenizers, use_tokenizer
+
+        forget_tokenizers()  # an earlier run in this process may have set one
+        self._tokenizer_used = True
+        path = self.options.tokenizer
+        if path is None:
+            return
+        from .llm.model_tokenizer import TokenizerFileError, load_tokenizer
+
+        try:
+            use_tokenizer(self.options.model, load_tokenizer(path))
+        except TokenizerFileError as exc:
+            raise pytest.UsageError(f"--ctx-tokenizer: {exc}") from None
 
     def check_model(self) -> None:
         """An unknown model is a usage error, found before anything runs."""

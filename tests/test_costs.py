@@ -79,7 +79,8 @@ def test_anthropic_prices_cache_writes_at_a_premium_and_reads_at_a_tenth() -> No
 
     model = "anthropic/claude-haiku-4-5"
     rules = cache_rules(model)
-    assert (rules.name, rules.min_tokens) == ("anthropic", 2048)
+    # Haiku 4.5 caches from 4,096 tokens (Anthropic's documented minimum).
+    assert (rules.name, rules.min_tokens) == ("anthropic", 4096)
     prices = cache_prices(model, rules)
     assert prices is not None
     assert prices.cache_write == pytest.approx(1.25 * prices.input)

@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_ctxeval.llm import prompt_cache
+from pytest_ctxeval.llm.cache_rules import ANTHROPIC_MINIMUMS, anthropic_minimum
 from pytest_ctxeval.llm.prompt_cache import (
     ANTHROPIC,
+    ANTHROPIC_AUTO,
     OPENAI,
     CacheRules,
     PromptCache,
@@ -184,6 +186,81 @@ def test_the_rule_set_follows_the_provider(
 ) -> None:
     rules = rules_for(model, provider)
     assert (rules.name, rules.min_tokens) == (name, minimum)
+
+
+# Anthropic's minimum cacheable prompt length per model family, as its
+# prompt-caching page lists it ("Cache limitations"): one case per family.
+FAMILY_MINIMUMS = [
+    ("anthropic/claude-opus-4-6", "Claude Opus 4.6", 4096),
+    ("anthropic/claude-opus-4-5-20251101", "Claude Opus 4.5", 4096),
+    ("anthropic/claude-haiku-4-5-20251001", "Claude Haiku 4.5", 4096),
+    ("anthropic/claude-opus-4-7", "Claude Opus 4.7", 2048),
+    ("anthropic/claude-mythos-preview", "Claude Mythos Preview", 2048),
+    ("anthropic/claude-opus-4-8", "Claude Opus 4.8", 1024),
+    ("anthropic/claude-opus-4-1-20250805", "Claude Opus 4.1", 1024),
+    ("anthropic/claude-opus-4-20250514", "Claude Opus 4", 1024),
+    ("anthropic/claude-sonnet-4-6", "Claude Sonnet 4.6", 1024),
+    ("anthropic/claude-sonnet-4-5-20250929", "Claude Sonnet 4.5", 1024),
+    ("anthropic/claude-sonnet-4-20250514", "Claude Sonnet 4", 1024),
+    ("anthropic/claude-3-7-sonnet-20250219", "Claude Sonnet 3.7", 1024),
+    ("anthropic/claude-3-5-sonnet-20240620", "Claude Sonnet 3.5", 1024),
+    ("anthropic/claude-3-opus-20240229", "Claude Opus 3", 1024),
+    ("anthropic/claude-3-5-haiku-20241022", "Claude Haiku 3.5", 2048),
+    ("claude-3-haiku-20240307", "Claude Haiku 3", 2048),
+    ("anthropic/claude-sonnet-5", "Claude Sonnet 5", 1024),
+    ("anthropic/claude-opus-5", "Claude Opus 5 / 5.5", 512),
+    ("anthropic/claude-opus-5-5", "Claude Opus 5 / 5.5", 512),
+    ("anthropic/claude-fable-5-1", "Claude Fable 5 / 5.1", 512),
+    ("anthropic/claude-mythos-5", "Claude Mythos 5 / 5.1", 512),
+]
+
+
+@pytest.mark.parametrize(("model", "family", "minimum"), FAMILY_MINIMUMS)
+def test_a_breakpoint_writes_from_the_model_familys_documented_minimum(
+    model: str, family: str, minimum: int
+) -> None:
+    rules = rules_for(model)
+    assert anthropic_minimum(model) == (family, minimum)
+    short, enough = cache(rules), cache(rules)
+    assert short.send([msg("system", minimum - 1)]).write_tokens == 0
+    assert enough.send([msg("system", minimum)]).write_tokens == minimum
+
+
+def test_every_family_in_the_table_has_a_case() -> None:
+    assert {family for family, _, _ in ANTHROPIC_MINIMUMS} == {f for _, f, _ in FAMILY_MINIMUMS}
+
+
+def test_a_claude_model_the_table_does_not_name_gets_the_common_minimum() -> None:
+    assert anthropic_minimum("anthropic/claude-nimbus-9") == (None, 1024)
+    assert rules_for("anthropic/claude-nimbus-9").min_tokens == 1024
+
+
+def test_anthropic_automatic_caching_writes_only_at_the_last_block() -> None:
+    """A top-level cache_control puts one breakpoint on the last block: a
+    request whose last message changed finds nothing written at the end of
+    the system prompt, where explicit breakpoints would have written."""
+    first, second = [SYSTEM, msg("user", 100, "a")], [SYSTEM, msg("user", 100, "b")]
+    explicit, automatic = cache(ANTHROPIC), cache(ANTHROPIC_AUTO)
+    for c in (explicit, automatic):
+        assert c.send(first).write_tokens == 1200
+    assert explicit.send(second).cached_tokens == 1100
+    use = automatic.send(second)
+    assert (use.cached_tokens, use.write_tokens) == (0, 1200)
+    # A growing conversation reads everything up to the previous last block.
+    growing = cache(ANTHROPIC_AUTO)
+    one, two = growing_session(2)
+    growing.send(one)
+    assert growing.send(two).cached_tokens == 1200
+
+
+def test_the_cache_model_option_names_the_model_familys_minimum() -> None:
+    from pytest_ctxeval.evaluate.session_costs import cache_rules_named
+
+    rules = cache_rules_named("anthropic", "anthropic/claude-opus-4-6")
+    assert rules is not None and (rules.name, rules.min_tokens) == ("anthropic", 4096)
+    auto = cache_rules_named("anthropic-auto", "anthropic/claude-haiku-4-5")
+    assert auto is not None and (auto.name, auto.min_tokens) == ("anthropic-auto", 4096)
+    assert cache_rules_named("openai", "anthropic/claude-opus-4-6") is OPENAI
 
 
 # -- the cache-breaker detector -------------------------------------------------------------

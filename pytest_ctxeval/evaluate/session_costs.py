@@ -4,6 +4,7 @@ breaks, and its per-request series.  See docs/costs.md for the cost model."""
 
 from __future__ import annotations
 
+from ..llm.cache_rules import RULES, CacheRules, rules_named
 from ..llm.costs import (
     RequestUse,
     cache_discount_usd,
@@ -11,7 +12,6 @@ from ..llm.costs import (
     cache_rules,
     priced_requests,
 )
-from ..llm.prompt_cache import RULES, CacheRules
 from ..results.record import ResultRecord
 from .session_ledger import SERIES
 from .simulate import SessionTrace
@@ -51,13 +51,14 @@ def fill_session_fields(record: ResultRecord, trace: SessionTrace, model: str) -
     record.session_requests = {name: values for name, values in series.items() if any(values)}
 
 
-def cache_rules_named(name: str | None) -> CacheRules | None:
-    """The rule set called ``name``; None for None (the model's provider's rules)."""
+def cache_rules_named(name: str | None, model: str = "") -> CacheRules | None:
+    """The rule set called ``name``, with ``model``'s family minimum (Anthropic's);
+    None for None (the model's provider's rules)."""
     if name is None:
         return None
     if name not in RULES:
         raise ValueError(f"unknown prompt-cache rules {name!r}; expected one of {sorted(RULES)}")
-    return RULES[name]
+    return rules_named(name, model)
 
 
 def probe_cached_cost_usd(record: ResultRecord, model: str, asks: int) -> float:

@@ -22,7 +22,8 @@ from ..strategies.base import (
     fork_strategy,
     is_plain_message,
 )
-from ..strategies.unchanged_prefix import unchanged_prefix_of
+from ..strategies.unchanged_prefix import keeps_sent_messages, unchanged_prefix_of
+from .sent_copies import SentCopies
 from .session_ledger import SessionLedger
 
 
@@ -185,6 +186,8 @@ def simulate(
     trace.cache = ledger.cache
     previous: list[Message] = []
     previous_tools: list[dict[str, Any]] = []
+    # A strategy that may edit what it sent is measured on copies (see sent_copies).
+    sent = None if keeps_sent_messages(strategy) else SentCopies()
     new_chats = set(conversation.session_starts)
     for index, message in enumerate(conversation.messages):
         if index in new_chats:
@@ -197,10 +200,12 @@ def simulate(
             trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
             window = strategy.window()
+            if sent is not None:
+                window = sent.freeze(window)
             # The meter and the ledger saw every window so far: how much of
             # this one the previous window's very objects start, as the
             # strategy says it (see unchanged_prefix) or found by comparing.
-            identical = unchanged_prefix_of(strategy)
+            identical = unchanged_prefix_of(strategy) if sent is None else None
             if identical is None:
                 identical = identical_prefix_length(previous, window.messages)
             tokens, shared = meter.measure(window.messages, window.tools, identical=identical)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._litellm import get_litellm
-from .prompt_cache import CacheRules, rules_for
+from .cache_rules import CacheRules, rules_for
 
 CACHE_MIN_TOKENS = 1024
 CACHE_STEP_TOKENS = 128

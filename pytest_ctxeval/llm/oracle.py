@@ -68,6 +68,10 @@ SUMMARY_REQUEST = re.compile(r"^\s*(summari[sz]e|condense|compress)\b", re.IGNOR
 # How a listing sent as a message begins (headtail's INDEX_INTRO).
 MEMORY_INDEX = "Memory index"
 _LISTING = re.compile(r"^id=(?P<id>\S+) \|.*?\| preview: (?P<preview>.*)$", re.MULTILINE)
+# How a preview joins its excerpts (the head, then lines that stand out):
+# each is read on its own, so an excerpt that asks a question does not hide
+# the others (fact survival counts every excerpt as visible).
+PREVIEW_EXCERPTS = " … "
 _MARKER = re.compile(r"\[… \d+ chars stored as memory \S+; call retrieve_memory\(id=\"\S+\"\) …\]")
 _TASK = re.compile(
     r"^\s*(write|create|implement|build|generate|make|draft|fix|add|refactor|code|produce)\b",
@@ -198,7 +202,8 @@ def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> l
         for line in text.splitlines():
             listed = _LISTING.match(line.strip())
             if listed:
-                add(listed["preview"], memory_id=listed["id"])
+                for excerpt in listed["preview"].split(PREVIEW_EXCERPTS):
+                    add(excerpt, memory_id=listed["id"])
             else:
                 add(line)
 

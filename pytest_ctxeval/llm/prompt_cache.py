@@ -18,9 +18,13 @@ Two rule sets (``CacheRules``):
 - ``anthropic``: explicit breakpoints, placed where agent loops usually put
   them: the end of the tools, the end of the system prompt and the last
   message.  A breakpoint writes its prefix (at a 1.25x premium) when it is at
-  least the model's minimum long (1,024 tokens; 2,048 for Haiku models);
-  a request reads the longest prefix written earlier that ends at one of its
-  own breakpoints or up to 20 blocks before one.
+  least the model family's minimum long (``cache_rules``); a request reads
+  the longest prefix written earlier that ends at one of its own breakpoints
+  or up to 20 blocks before one.
+- ``anthropic-auto``: Anthropic's automatic caching, the same with a single
+  breakpoint on the last message.
+
+The rule sets and the per-family minimums are in ``cache_rules``.
 
 An entry lives ``ttl_s`` (5 minutes) after it was last written or read;
 requests are ``seconds_per_request`` apart unless given their own times.
@@ -35,86 +39,31 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import content_text, identical_prefix_length
+from ..messages import identical_prefix_length
+from .cache_breaks import BREAK_REASONS as BREAK_REASONS
+from .cache_breaks import message_reason
+from .cache_rules import ANTHROPIC as ANTHROPIC
+from .cache_rules import ANTHROPIC_AUTO as ANTHROPIC_AUTO
+from .cache_rules import DEFAULT_TTL_S as DEFAULT_TTL_S
+from .cache_rules import OPENAI as OPENAI
+from .cache_rules import RULES as RULES
+from .cache_rules import CacheRules as CacheRules
+from .cache_rules import rules_for as rules_for
 from .prefix_list import PrefixList
 
 Message = dict[str, Any]
 Tools = Sequence[dict[str, Any]]
 
-DEFAULT_TTL_S = 300.0
 # An agent's turn (model call plus tool runs), when requests carry no time.
 DEFAULT_SECONDS_PER_REQUEST = 30.0
 # Anthropic looks for an earlier write up to this many blocks before a breakpoint.
 BREAKPOINT_LOOKBACK_BLOCKS = 20
 # Breaks kept per session: a sliding window breaks the prefix on every call.
 MAX_BREAKS = 5
-
-BREAK_REASONS = (
-    "timestamp",  # only a date or time differs (e.g. "Current time: ..." in the system prompt)
-    "whitespace",  # only whitespace differs
-    "key_order",  # the same message with its JSON keys in another order
-    "tool_key_order",  # the same tool definitions with JSON keys in another order
-    "tool_changed",  # a tool definition added, removed or changed
-    "message_removed",  # an earlier message left the window (evicted)
-    "message_inserted",  # a message put before earlier ones (e.g. retrieved notes)
-    "message_edited",  # an earlier message rewritten (summarised, pruned, cut)
-)
-# A date or time change touches at most this many characters, and reads as
-# one with this many characters of context either side.
-TIME_LENGTH_SLACK = 40
-TIME_CONTEXT = 32
-# ISO dates, clock times, weekday/month names, Unix times: what a clock line holds.
-_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    r"|\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?\b"
-    r"|\b1\d{9}(?:\.\d+)?\b"
-    r"|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\b"
-    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\b"
-)
-
-
-@dataclass(frozen=True)
-class CacheRules:
-    """One provider's prompt-cache behaviour; ``name`` is what records show."""
-
-    name: str
-    min_tokens: int
-    step_tokens: int
-    breakpoints: bool  # explicit breakpoints (Anthropic) rather than automatic
-    # Price of a cached read / a cache write, as a multiple of the input price,
-    # used when the price map gives none.
-    read_multiplier: float
-    write_multiplier: float = 1.0
-    ttl_s: float = DEFAULT_TTL_S
-
-
-OPENAI = CacheRules("openai", 1024, 128, breakpoints=False, read_multiplier=0.5)
-ANTHROPIC = CacheRules(
-    "anthropic", 1024, 1, breakpoints=True, read_multiplier=0.1, write_multiplier=1.25
-)
-ANTHROPIC_HAIKU = CacheRules(
-    "anthropic", 2048, 1, breakpoints=True, read_multiplier=0.1, write_multiplier=1.25
-)
-RULES = {"openai": OPENAI, "anthropic": ANTHROPIC}
-
-
-def rules_for(model: str, provider: str | None = None) -> CacheRules:
-    """The rule set for a model: Anthropic's for Anthropic models (by provider,
-    or a Claude model behind another host), OpenAI's automatic caching for
-    everything else, the mock models included."""
-    name = model.lower()
-    if (
-        provider == "anthropic"
-        or (provider is None and name.startswith("anthropic/"))
-        or ("claude" in name and not name.startswith("ctxeval/"))
-    ):
-        return ANTHROPIC_HAIKU if "haiku" in name else ANTHROPIC
-    return OPENAI
 
 
 @dataclass(frozen=True)
@@ -378,8 +327,11 @@ class PromptCache:
         return best
 
     def _breakpoints(self, request: _Request) -> list[int]:
-        """End of the tools, end of the system prompt, the last message."""
+        """End of the tools, end of the system prompt, the last message (only
+        the last block, under automatic caching)."""
         messages = request.messages
+        if self.rules.last_block_only:
+            return [len(messages)]
         marks = {0} if request.tokens[0] else set()
         if messages and messages[0].get("role") == "system":
             marks.add(1)
@@ -423,52 +375,10 @@ class PromptCache:
             index += 1
         if index == len(previous.digests):
             return None  # the earlier request is a prefix of this one
-        return CacheBreak(self.requests, index, _message_reason(previous, request, index))
-
-
-def _message_reason(previous: _Request, request: _Request, index: int) -> str:
-    """Why message ``index`` of the earlier request is not where it was."""
-    if index >= len(request.messages):
-        return "message_removed"
-    before, after = previous.messages[index], request.messages[index]
-    if before == after:  # equal as dicts, different bytes: keys in another order
-        return "key_order"
-    if before.get("role") == after.get("role"):
-        old, new = content_text(before), content_text(after)
-        if "".join(old.split()) == "".join(new.split()):
-            return "whitespace"
-        if _only_time_differs(old, new):
-            return "timestamp"
-    if previous.digests[index] in set(request.digests.iter_from(index + 1)):
-        return "message_inserted"  # the earlier message is still there, further on
-    if request.digests[index] in set(previous.digests.iter_from(index + 1)):
-        return "message_removed"  # the window goes on with a message that came after it
-    return "message_edited"
-
-
-def _only_time_differs(old: str, new: str) -> bool:
-    """Whether the texts differ only in a date or time: one short stretch
-    that, with some context either side, reads the same without its times."""
-    start = _common_prefix(old, new)
-    end = _common_prefix(old[start:][::-1], new[start:][::-1])
-    if max(len(old), len(new)) - start - end > TIME_LENGTH_SLACK:
-        return False
-    low = max(start - TIME_CONTEXT, 0)
-    old_part = old[low : len(old) - end + TIME_CONTEXT]
-    new_part = new[low : len(new) - end + TIME_CONTEXT]
-    return _TIME.sub("", old_part) == _TIME.sub("", new_part)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common start, by halving (slice comparisons run in C)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+        reason = message_reason(
+            previous.messages, previous.digests, request.messages, request.digests, index
+        )
+        return CacheBreak(self.requests, index, reason)
 
 
 def _serialise(value: Any) -> bytes:

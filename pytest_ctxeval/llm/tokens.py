@@ -3,16 +3,21 @@ amount of text, not with turns x text.
 
 The mock models, and counts that belong to no model (scenario building at
 collection), use tiktoken directly: importing litellm costs seconds. A real
-model counts with litellm's tokenizer for that model."""
+model counts with litellm's tokenizer for that model, or with its own when
+one is given (``--ctx-tokenizer``: see model_tokenizer).  ``tokenizer_name``
+says which counted, for the records."""
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import content_text, identical_prefix_length
-from .local_tokenizer import count_locally, local_encoding
+from .local_tokenizer import ENCODING, count_locally, local_encoding
+
+if TYPE_CHECKING:
+    from .model_tokenizer import ModelTokenizer
 
 # OpenAI's chat format costs a few tokens per message and per reply.
 PER_MESSAGE_OVERHEAD = 4
@@ -21,14 +26,65 @@ PER_REQUEST_OVERHEAD = 3
 MOCK_TOKENIZER_MODEL = "gpt-4o-mini"
 
 
+# A model's own tokenizer, by model string (``use_tokenizer``).
+_OWN: dict[str, ModelTokenizer] = {}
+_NAMES: dict[str, str] = {}  # tokenizer_name's answers for the other models
+
+
 def tokenizer_model(model: str) -> str:
     return MOCK_TOKENIZER_MODEL if model.startswith("ctxeval/") else model
+
+
+def use_tokenizer(model: str, tokenizer: ModelTokenizer) -> None:
+    """Count ``model``'s tokens with ``tokenizer`` from now on."""
+    _OWN[model] = tokenizer
+    count_text_tokens.cache_clear()  # counts made before were another tokenizer's
+
+
+def forget_tokenizers() -> None:
+    """Back to litellm's tokenizers for every model."""
+    if _OWN:
+        _OWN.clear()
+        count_text_tokens.cache_clear()
+
+
+def tokenizer_name(model: str) -> str:
+    """Which tokenizer counts ``model``'s tokens, as records name it:
+    ``gguf:FILE`` / ``tokenizer.json:FILE`` (its own), ``tiktoken:ENCODING``
+    or ``huggingface:MODEL`` (litellm's choice)."""
+    own = _OWN.get(model)
+    if own is not None:
+        return own.name
+    name = _NAMES.get(model)
+    if name is None:
+        name = _NAMES[model] = _litellm_tokenizer_name(tokenizer_model(model))
+    return name
+
+
+def _litellm_tokenizer_name(tokenizer: str) -> str:
+    if tokenizer == MOCK_TOKENIZER_MODEL and local_encoding() is not None:
+        return f"tiktoken:{ENCODING}"
+    try:
+        from ._litellm import get_litellm
+
+        litellm = get_litellm()  # first: it sets litellm up to stay offline
+        from litellm.litellm_core_utils import token_counter as counter
+
+        chosen = litellm.utils.select_tokenizer(tokenizer)
+        if chosen["type"] == "openai_tokenizer":
+            return f"tiktoken:{counter.openai_tokenizer_encoding_name(tokenizer)}"
+        return f"huggingface:{tokenizer}"
+    except Exception:  # an older litellm: name what was asked for
+        return f"litellm:{tokenizer}"
 
 
 @lru_cache(maxsize=200_000)
 def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
     if not text:
         return 0
+    own = _OWN.get(model)
+    if own is not None:
+        return own.count(text)
     tokenizer = tokenizer_model(model)
     if tokenizer != MOCK_TOKENIZER_MODEL:
         try:

@@ -70,17 +70,29 @@ def records_frame(records: list[ResultRecord]) -> pd.DataFrame:
 
 
 def session_tokens(df: pd.DataFrame) -> pd.Series:
-    """Cumulative input tokens per strategy, counting each simulated session once.
+    """Input tokens per strategy: each simulated session's requests once, plus
+    every request of every probe (each ask, each retrieval turn).
 
-    All probes (and repeats) of one scenario under one strategy and budget share
-    one simulated session, so their cumulative counts overlap: take the max per
-    session, then sum the sessions. Budget is part of the key because a budget
-    sweep simulates one session per budget.
+    All probes (and repeats) of one scenario under one strategy and budget
+    share one simulated session (budget is part of the key: a budget sweep
+    simulates one session per budget), so the session's figure is taken once
+    per session.  Records written before ``probe_input_tokens`` existed give
+    the largest ``cumulative_input_tokens`` of the session instead.
     """
-    per_session = df.groupby(SESSION_KEYS, dropna=False, observed=True)[
-        "cumulative_input_tokens"
-    ].max()
-    return per_session.groupby(level="strategy", observed=True).sum()
+    columns = ["cumulative_input_tokens", "session_input_tokens", "probe_input_tokens"]
+    grouped = df.groupby(SESSION_KEYS, dropna=False, observed=True)[columns]
+    per_session = grouped.agg(
+        {
+            "cumulative_input_tokens": "max",
+            "session_input_tokens": "max",
+            "probe_input_tokens": "sum",
+        }
+    )
+    counted = per_session["probe_input_tokens"] > 0
+    totals = per_session["cumulative_input_tokens"].where(
+        ~counted, per_session["session_input_tokens"] + per_session["probe_input_tokens"]
+    )
+    return totals.groupby(level="strategy", observed=True).sum()
 
 
 def session_frame(df: pd.DataFrame) -> pd.DataFrame:

@@ -71,6 +71,10 @@ class ResultRecord(BaseModel):
     failed_checks: list[str] = Field(default_factory=list)
     fact_survival: dict[str, Survival] = Field(default_factory=dict)
     prompt_tokens: int = 0
+    # Which tokenizer counted every token figure of this record: the model's
+    # own (gguf:FILE, tokenizer.json:FILE; --ctx-tokenizer) or litellm's
+    # choice (tiktoken:ENCODING, huggingface:MODEL).
+    tokenizer: str = ""
     cumulative_input_tokens: int = 0
     peak_prompt_tokens: int = 0
     full_prompt_tokens: int = 0
@@ -159,7 +163,8 @@ class ResultRecord(BaseModel):
     session_strategy_calls: int = 0
     session_strategy_input_tokens: int = 0
     session_strategy_cost_usd: float = 0.0
-    # The prompt-cache rules applied ("openai", "anthropic"; see llm.prompt_cache),
+    # The prompt-cache rules applied ("openai", "anthropic", "anthropic-auto";
+    # see llm.cache_rules),
     # the requests that broke the cached prefix (the first MAX_BREAKS, each
     # {request, message, reason}) and how many did in all.
     cache_model: str = ""
@@ -175,6 +180,10 @@ class ResultRecord(BaseModel):
     # read and write for the probe's request, after the session's requests.
     probe_cached_tokens: int = 0
     probe_cache_write_tokens: int = 0
+    # Input tokens of every request the probe's asks made: each ask (with
+    # --ctx-repeat) and each retrieval turn of it (cumulative_input_tokens
+    # holds the first ask's only).
+    probe_input_tokens: int = 0
     # The window the strategy sent at the probe, each part marked kept,
     # shortened, pruned, summary, dropped or tools (see evaluate.window_trace).
     window_trace: list[dict[str, Any]] = Field(default_factory=list)

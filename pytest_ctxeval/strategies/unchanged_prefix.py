@@ -52,3 +52,18 @@ class TracksUnchangedPrefix:
             min(self._first_changed, last) if whole and last is not None else None
         )
         self._first_changed, self._last_whole = length, length if whole else None
+
+
+def keeps_sent_messages(strategy: object) -> bool:
+    """Whether ``strategy`` is known never to change a message (or tool list)
+    after putting it in a window: the built-in strategies as they are (a
+    pipeline, when all its stages are).  Any other strategy may edit what it
+    sent in place, so the harness compares what it sends by content."""
+    cls = type(strategy)
+    if not cls.__module__.startswith(_BUILT_IN):
+        return False
+    stages = getattr(strategy, "stages", None)
+    return stages is None or all(keeps_sent_messages(stage) for stage in stages)
+
+
+_BUILT_IN = __name__.rsplit(".", 1)[0] + "."
