@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
+from ..llm.faults import BREAKER_CALLS
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
@@ -72,6 +73,8 @@ class EvalSettings:
     # Longest answer asked of a real model; seconds per call, retries included.
     max_tokens: int | None = 1024
     deadline_s: float | None = 300.0
+    # Calls in a row that time out or cannot connect before the rest fail at once.
+    breaker_calls: int = BREAKER_CALLS
     # Record/replay of real-model calls; None = no cassettes.
     cassette_dir: Path | None = None
     record: RecordMode = "new"
@@ -151,7 +154,17 @@ class Evaluator:
             cassettes=cassettes,
             max_tokens=self.settings.max_tokens,
             deadline_s=self.settings.deadline_s,
+            breaker_calls=self.settings.breaker_calls,
         )
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run should stop here: the model under test (or the judge)
+        turned out to be set up wrong, so every further item would fail the same way."""
+        for client in (self.client, self.judge_client):
+            if client is not None and client.health.broken:
+                return client.health.stop_line
+        return None
 
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
