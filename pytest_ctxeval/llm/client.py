@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..redact import register_secret, scrub
-from ..textcap import cap_text
 from ._litellm import get_litellm
+from .bounds import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
+from .bounds import bounded as _bounded
+from .bounds import bounded_call as _bounded_call
+from .bounds import bounded_field, token_count, too_many_calls
 from .cassettes import (
     CallContext,
     CassetteError,
@@ -58,12 +61,6 @@ SAMPLING_PARAMS = (
 )
 _CALLS_LOCK = threading.Lock()  # evaluators call from several threads
 MAX_RETRY_AFTER_S = 60.0
-# The longest answer kept and scored, live and in a cassette alike: the
-# cassette keeps exactly what was scored, so a replay gives the same verdict.
-# About 50k tokens, far beyond any answer under --ctx-max-tokens' default,
-# and small enough that a runaway server cannot fill a repository with
-# cassettes or the scorer's memory.  Records keep less (see results.record).
-MAX_ANSWER_CHARS = 200_000
 
 
 class ModelError(RuntimeError):
@@ -344,16 +341,17 @@ class ModelClient:
         problem = response_problem(
             {"content": content, "tool_calls": calls, "finish_reason": finish_reason}
         )
+        problem = problem or too_many_calls(calls)
         if problem is not None:
             raise ModelError(f"malformed response from {self.model}: {problem}")
         return Completion(
             content=_bounded(content),
             tool_calls=[_bounded_call(call) for call in calls],
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=token_count(getattr(usage, "completion_tokens", 0)),
             cost_usd=self._cost(response),
             latency_s=latency,
-            finish_reason=finish_reason,
+            finish_reason=bounded_field(finish_reason),
         )
 
     def _cost(self, response: Any) -> float:
@@ -403,13 +401,17 @@ def _replayed(response: dict[str, Any]) -> Completion:
     bounded like a live one: a cassette written by hand or by an older
     version scores as the same answer arriving live would."""
     usage = response.get("usage") or {}
+    calls = response.get("tool_calls") or []
+    problem = too_many_calls(calls)
+    if problem is not None:
+        raise ModelError(f"recorded response: {problem}")
     return Completion(
         content=_bounded(response.get("content")),
-        tool_calls=[_bounded_call(call) for call in response.get("tool_calls") or []],
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        tool_calls=[_bounded_call(call) for call in calls],
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
         cost_usd=float(response.get("cost_usd") or 0.0),
-        finish_reason=response.get("finish_reason"),
+        finish_reason=bounded_field(response.get("finish_reason")),
     )
 
 
@@ -422,16 +424,3 @@ def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     OpenAI, but some OpenAI-compatible servers' chat templates (llama.cpp)
     fail on it with a 500; an empty string means the same everywhere."""
     return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
-
-
-def _bounded(text: str | None) -> str | None:
-    """An answer as it is scored and recorded: secrets scrubbed, length capped."""
-    return None if text is None else cap_text(scrub(text), MAX_ANSWER_CHARS)
-
-
-def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call whose arguments are scrubbed: they go back to the model, and
-    into the next request's cassette."""
-    function = call["function"]
-    arguments = function.get("arguments") or ""
-    return {**call, "function": {**function, "arguments": scrub(arguments)}}
