@@ -224,6 +224,7 @@ class CtxSession:
                     seconds_per_request=options.seconds_per_turn,
                 ),
                 selection=self.selection,
+                specs={spec.name: spec for spec in self._strategies or ()},
             )
         return self._evaluator
 

@@ -112,6 +112,10 @@ class _Truth:
     tokens: int
     # Why there is no ground truth: the full context does not fit the model.
     beyond: str | None = None
+    # The strategy whose request it is (``full``): its answers are these, not
+    # asked again (a thread waiting on the same request would hold a place
+    # that another run's call could take).
+    same_as: str | None = None
 
 
 @dataclass
@@ -121,6 +125,9 @@ class Evaluator:
     # Probe ids to evaluate together per run (what pytest selected); a run
     # missing here evaluates all of its conversation's probes together.
     selection: dict[RunKey, set[str]] = field(default_factory=dict)
+    # The strategies of the run by name: the selected runs of a scenario are
+    # evaluated together (see _scenario_runs); a name missing here runs alone.
+    specs: dict[str, StrategySpec] = field(default_factory=dict)
     _traces: dict[RunKey, SessionTrace] = field(default_factory=dict)
     judge_client: ModelClient | None = field(init=False, default=None)
     _truth: dict[tuple[str, str, str], _Truth] = field(default_factory=dict)
@@ -173,31 +180,72 @@ class Evaluator:
         ready = self._ready.pop((*run, probe.id), None)
         if ready is not None:
             return ready
-        probes = [probe]
+        runs = [(spec, [probe])]
         if self.settings.concurrency > 1 and run not in self._batched:
             # Once per run: a re-run of an item (e.g. rerunfailures) asks only itself.
-            self._batched.add(run)
-            wanted = self.selection.get(run)
-            sweep = self.settings.sweep_every
-            probes = [
-                p
-                for p in [*conversation.probes, *sweep_probes(conversation, sweep)]
-                if p.id == probe.id or wanted is None or p.id in wanted
+            runs = [
+                (
+                    other,
+                    self._batch_probes(
+                        conversation,
+                        (source, conversation.id, other.name),
+                        probe if other is spec else None,
+                    ),
+                )
+                for other in self._scenario_runs(conversation, spec, source)
             ]
         try:
-            records = self._evaluate_many(conversation, spec, probes, source)
+            records = self._evaluate_many(conversation, runs, source)
         except Exception as exc:  # a bug past every per-item guard: still one record each
             message = f"evaluating the probe raised {type(exc).__name__}: {exc}"
             records = [
-                _failed(_new_record(conversation, spec, p, source, self.settings.model), message)
+                _failed(_new_record(conversation, s, p, source, self.settings.model), message)
+                for s, probes in runs
                 for p in probes
             ]
         records = [sealed(record) for record in records]
-        for other, record in zip(probes, records, strict=True):
-            if other.id != probe.id:
-                self._ready[(*run, other.id)] = record
-        self._forget_finished(run, probes)
-        return records[probes.index(probe)]
+        mine = None
+        at = iter(records)
+        for other, probes in runs:
+            key: RunKey = (source, conversation.id, other.name)
+            for asked, record in zip(probes, at, strict=False):
+                if other is spec and asked.id == probe.id:
+                    mine = record
+                else:
+                    self._ready[(*key, asked.id)] = record
+            self._forget_finished(key, probes)
+        assert mine is not None
+        return mine
+
+    def _scenario_runs(
+        self, conversation: Conversation, spec: StrategySpec, source: str
+    ) -> list[StrategySpec]:
+        """``spec``, then the other selected strategies of the scenario not
+        evaluated yet: their model calls wait together, not one run after
+        another (all of a scenario's items run in this process: without
+        xdist, or scheduled together under it)."""
+        runs = [spec]
+        for key in self.selection:
+            other = self.specs.get(key[2])
+            if key[:2] == (source, conversation.id) and other is not None and other is not spec:
+                if key not in self._batched:
+                    runs.append(other)
+        for other in runs:
+            self._batched.add((source, conversation.id, other.name))
+        return runs
+
+    def _batch_probes(
+        self, conversation: Conversation, run: RunKey, probe: ProbeCase | None
+    ) -> list[ProbeCase]:
+        """The probes of ``run`` to evaluate together: the selected ones, and
+        ``probe`` (the item asking, when it is of this run)."""
+        wanted = self.selection.get(run)
+        sweep = self.settings.sweep_every
+        return [
+            p
+            for p in [*conversation.probes, *sweep_probes(conversation, sweep)]
+            if (probe is not None and p.id == probe.id) or wanted is None or p.id in wanted
+        ]
 
     def _forget_finished(self, run: RunKey, probes: list[ProbeCase]) -> None:
         """Drop the run's session trace once every selected probe has its
@@ -213,22 +261,28 @@ class Evaluator:
     def _evaluate_many(
         self,
         conversation: Conversation,
-        spec: StrategySpec,
-        probes: list[ProbeCase],
+        runs: list[tuple[StrategySpec, list[ProbeCase]]],
         source: str,
     ) -> list[ResultRecord]:
+        """The records of every (strategy, probe) of ``runs``, in order: the
+        model calls of all of them wait together, up to --ctx-concurrency."""
         # Strategies need not be thread-safe: simulate and build windows here.
-        pending = [self._prepare(conversation, spec, p, source) for p in probes]
-        jobs: dict[tuple[str, str, int], Callable[[], ProbeAnswer]] = {}
+        pending = [
+            (spec, self._prepare(conversation, spec, p, source))
+            for spec, probes in runs
+            for p in probes
+        ]
+        jobs: dict[tuple[str, str, str, int], Callable[[], ProbeAnswer]] = {}
+        truths: dict[tuple[str, str, str, int], Callable[[], ProbeAnswer]] = {}
         new_truths: dict[str, _Truth] = {}
-        for item in pending:
+        for spec, item in pending:
             if item.window is None:
                 continue
             context = CallContext(conversation.id, spec.name, item.probe.id)
             for r in range(self.settings.repeat):
                 # The first ask shows what the model fetched; later ones would repeat it.
                 window = _recording(item.window, item.retrievals) if r == 0 else item.window
-                jobs[("answer", item.probe.id, r)] = _asker(
+                jobs[("answer", spec.name, item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
             key = (source, conversation.id, item.probe.id)
@@ -243,28 +297,34 @@ class Evaluator:
                     f"window ({limit:,} tokens)"
                 )
                 continue
+            if not item.window.tools and item.window.messages == window.messages:
+                # The strategy's own request (`full`): its answers are the truth's.
+                truth.same_as = spec.name
+                continue
             context = CallContext(conversation.id, None, item.probe.id, "full-context ground truth")
             for r in range(self.settings.repeat):
-                # Under `full` this is the strategy's own request: the client
-                # asks it once and both sides share the answer.
-                jobs[("truth", item.probe.id, r)] = _asker(
+                truths[("truth", "", item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
-        answers = self._run(jobs, self.client)
+        answers = self._run({**jobs, **truths}, self.client)
         for probe_id, truth in new_truths.items():
             if truth.beyond is None:
+                kind, name = ("answer", truth.same_as) if truth.same_as else ("truth", "")
                 truth.answers = [
-                    answers[("truth", probe_id, r)] for r in range(self.settings.repeat)
+                    answers[(kind, name, probe_id, r)] for r in range(self.settings.repeat)
                 ]
                 exceeded = next((a for a in truth.answers if a.context_exceeded), None)
                 if exceeded is not None:
                     truth.beyond = f"the full context does not fit the model: {exceeded.error}"
             self._truth[(source, conversation.id, probe_id)] = truth
         finished = []
-        for item in pending:
+        for spec, item in pending:
             if item.window is not None and item.trace is not None:
                 truth = self._truth[(source, conversation.id, item.probe.id)]
-                asked = [answers[("answer", item.probe.id, r)] for r in range(self.settings.repeat)]
+                asked = [
+                    answers[("answer", spec.name, item.probe.id, r)]
+                    for r in range(self.settings.repeat)
+                ]
                 try:
                     self._finish(item, asked, truth)
                 except UncheckableAnswer as exc:
@@ -274,7 +334,7 @@ class Evaluator:
                 else:
                     finished.append((item, asked, truth))
         self._judge_agreements(finished)
-        return [item.record for item in pending]
+        return [item.record for _, item in pending]
 
     def _run(self, jobs: dict[_K, Callable[[], _T]], client: ModelClient) -> dict[_K, _T]:
         return run_jobs(jobs, 1 if client.in_process else self.settings.concurrency)
