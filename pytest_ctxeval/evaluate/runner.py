@@ -2,10 +2,11 @@
 probe, ask the full-context ground truth (cached, shared by all strategies),
 score, classify, and produce the result record.
 
-With ``concurrency`` > 1, the first probe of a (scenario, strategy) run has
-every selected probe of that run evaluated at once: the simulation stays
-sequential, the model calls (answers and ground truths) run in a thread pool,
-and the finished records are kept for the probes' own items.  Records are the
+With ``concurrency`` > 1, the first probe of a scenario has every selected
+probe of that scenario, under every selected strategy, evaluated at once:
+the simulations stay sequential, the model calls (answers and ground truths)
+of all its runs wait together in a thread pool, and the finished records are
+kept for the probes' own items.  Records are the
 same as one-at-a-time evaluation; only the waiting overlaps.
 
 Answers are untrusted text.  Whatever scoring one of them raises becomes
