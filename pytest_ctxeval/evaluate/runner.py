@@ -18,7 +18,6 @@ run in daemon threads that nothing waits for (see ``workers``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -31,29 +30,33 @@ from ..llm.faults import BREAKER_CALLS
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
-from ..report.run_info import plain, strategy_params
+from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
-from ..textcap import cap_text
-from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .agreement import agree_by_f1, apply_judgements
+from .items import asker as _asker
+from .items import failed as _failed
+from .items import full_window as _full_window
+from .items import judge_job as _judge_job
+from .items import new_record as _new_record
+from .items import recording as _recording
+from .items import seed as _seed
 from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
-from .probe import ProbeAnswer, ask
+from .probe import ProbeAnswer
 from .scoring import check_answer
 from .session_costs import cache_rules_named, fill_session_fields, probe_cached_cost_usd
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
-from .sweep import history, planted_facts, probe_turn, sweep_cuts, sweep_probes, trace_at
+from .sweep import history, planted_facts, sweep_cuts, sweep_probes, trace_at
 from .uncheckable import UncheckableAnswer
 from .window_trace import window_trace
 from .workers import run_jobs
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
-# What a record keeps of each text a tool call at the probe returned.
-RETRIEVAL_TEXT_CHARS = 2_000
 _K = TypeVar("_K")
 _T = TypeVar("_T")
 
@@ -522,18 +525,6 @@ class Evaluator:
         return self._traces[key]
 
 
-def _full_window(conversation: Conversation, probe: ProbeCase, model: str) -> tuple[Window, int]:
-    """The ground truth's request: every message of every chat, then the probe."""
-    messages = [*history(conversation, probe), {"role": "user", "content": probe.question}]
-    return Window(messages), window_tokens(messages, None, model)
-
-
-def _seed(repeat: int) -> int | None:
-    """The first ask is the plain request (so existing cassettes replay);
-    each further one carries its own seed, a distinct request."""
-    return None if repeat == 0 else repeat
-
-
 def context_window_of(model: str) -> int | None:
     """The model's input limit from litellm's bundled model info; None if unknown."""
     if model.startswith("ctxeval/"):
@@ -548,53 +539,6 @@ def context_window_of(model: str) -> int | None:
     return int(limit) if limit else None
 
 
-def _recording(window: Window, retrievals: list[dict[str, Any]]) -> Window:
-    """``window`` whose tool handler also notes each call it answers in ``retrievals``."""
-    handler = window.tool_handler
-    if handler is None:
-        return window
-
-    def answer(name: str, args: dict[str, Any]) -> str:
-        result = handler(name, args)
-        text = result if isinstance(result, str) else str(result)
-        retrievals.append(
-            {
-                "tool": name,
-                "args": plain(args),
-                "text": cap_text(text, RETRIEVAL_TEXT_CHARS),
-                "chars": len(text),
-            }
-        )
-        return result
-
-    return dataclasses.replace(window, tool_handler=answer)
-
-
-def _asker(
-    client: ModelClient, window: Window, context: CallContext, model: str, seed: int | None
-) -> Callable[[], ProbeAnswer]:
-    def run() -> ProbeAnswer:
-        with call_context(context):
-            try:
-                return ask(client, window, model=model, seed=seed)
-            except Exception as exc:  # e.g. a tool handler's bug: this item's error only
-                return ProbeAnswer(error=f"{type(exc).__name__}: {exc}")
-
-    return run
-
-
-def _judge_job(
-    judge: ModelClient, record: ResultRecord, question: str, answer: str, reference: str
-) -> Callable[[], JudgeResult]:
-    def run() -> JudgeResult:
-        try:
-            return ask_judge(judge, record, question, answer, reference)
-        except Exception as exc:  # no verdict for this item; the others still get theirs
-            return JudgeResult(False, "", 0.0, f"judge raised {type(exc).__name__}: {exc}")
-
-    return run
-
-
 def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
     try:
         return [
@@ -605,59 +549,3 @@ def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
         ]
     except UncheckableAnswer as exc:
         raise UncheckableAnswer(f"{whose}: {exc}") from None
-
-
-def _new_record(
-    conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str, model: str
-) -> ResultRecord:
-    """The record of one item before anything is known: an error until scored."""
-    given = history(conversation, probe)
-    return ResultRecord(
-        scenario=conversation.id,
-        scenario_file=source,
-        strategy=spec.name,
-        model=model,
-        probe=probe.id,
-        verdict="error",
-        classification="error",
-        expected=_expected(probe),
-        turns=sum(1 for m in given if m["role"] != "system"),
-        probe_turn=probe_turn(conversation, probe),
-        constraint=probe.constraint,
-        evidence=list(probe.evidence),
-        strategy_params=plain(spec.params),
-        tags=list(conversation.scenario.tags),
-        # A depth is of the whole session: a sweep point sees only part of it.
-        needle_depth=_needle_depth(conversation, probe) if given is conversation.messages else None,
-    )
-
-
-def _needle_depth(conversation: Conversation, probe: ProbeCase) -> float | None:
-    """The depth the probe's needle was planted at; None for a needle planted
-    at a message number, or a probe of no needle."""
-    needle = next((n for n in conversation.scenario.needles if n.id == probe.needle), None)
-    return needle.depth if needle is not None else None
-
-
-def _failed(record: ResultRecord, message: str) -> ResultRecord:
-    """``record`` turned into an error, without the verdicts half-set before it failed."""
-    record.error = message
-    record.verdict = record.classification = "error"
-    record.ground_truth_verdict = None
-    record.pass_rate = record.pass_rate_interval = None
-    record.ground_truth_pass_rate = record.ground_truth_pass_rate_interval = None
-    record.unstable = False
-    record.agreement = None
-    return record
-
-
-def _expected(probe: ProbeCase) -> dict[str, Any] | None:
-    expected = (
-        probe.expect.model_dump(exclude_none=True, exclude_defaults=True) if probe.expect else {}
-    )
-    if probe.constraint_check is not None:
-        expected["constraint"] = {
-            "id": probe.constraint,
-            **probe.constraint_check.model_dump(exclude_none=True, exclude_defaults=True),
-        }
-    return expected or None
