@@ -217,7 +217,10 @@ def test_a_server_that_stops_answering_costs_k_deadlines_and_every_item_gets_a_r
     assert len(records) == 12
     opened = [r for r in records if "calls in a row timed out" in (r["error"] or "")]
     timed_out = [r for r in records if "deadline" in (r["error"] or "")]
-    assert opened and len(opened) + len(timed_out) >= 11
+    # The one answer may serve two items (full and headtail send the same window).
+    answered = [r for r in records if r["error"] is None or r["classification"] == "model_miss"]
+    assert len(answered) <= 2 and len(opened) >= 6
+    assert len(opened) + len(timed_out) + len(answered) == 12
     assert all(f"openai/test-model at {server.url}: 2 calls in a row" in r["error"] for r in opened)
     # Two deadlines per process before the breaker opened: the rest never sent.
     workers = 2 if "-n" in xdist_args and "2" in xdist_args else 1
