@@ -141,6 +141,9 @@ class Evaluator:
     # trace is dropped once none is left, so a long run does not keep every
     # session's windows alive (and walked by the garbage collector) to the end.
     _unfinished: dict[RunKey, set[str]] = field(default_factory=dict)
+    # The selected strategies of each scenario (source, id), in item order.
+    _by_scenario: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    _by_scenario_of = -1
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -228,11 +231,16 @@ class Evaluator:
         evaluated yet: their model calls wait together, not one run after
         another (all of a scenario's items run in this process: without
         xdist, or scheduled together under it)."""
+        if self._by_scenario_of != len(self.selection):  # indexed once per selection
+            self._by_scenario.clear()
+            for key in self.selection:
+                self._by_scenario.setdefault(key[:2], []).append(key[2])
+            self._by_scenario_of = len(self.selection)
         runs = [spec]
-        for key in self.selection:
-            other = self.specs.get(key[2])
-            if key[:2] == (source, conversation.id) and other is not None and other is not spec:
-                if key not in self._batched:
+        for name in self._by_scenario.get((source, conversation.id), []):
+            other = self.specs.get(name)
+            if other is not None and other is not spec:
+                if (source, conversation.id, name) not in self._batched:
                     runs.append(other)
         for other in runs:
             self._batched.add((source, conversation.id, other.name))
