@@ -567,6 +567,64 @@ def locomo_sized() -> None:
     )
 
 
+SCALING_PAIRS = (1_000, 2_000, 4_000)
+SCALING_LONG = (1_000, 2_000, 4_000, 8_000, 16_000, 20_000)
+
+
+def scaling_one(pairs: int, name: str) -> None:
+    """In a process of its own (``--scaling-one``): one item of a ``pairs``-pair
+    session under ``name`` on the oracle, as the plugin evaluates it (simulate,
+    window, window trace, fact survival, ground truth, scoring); prints seconds."""
+    from pytest_ctxeval.evaluate.runner import EvalSettings, Evaluator
+    from pytest_ctxeval.scenario.loader import parse_conversations
+    from pytest_ctxeval.strategies.registry import resolve
+
+    conversation = parse_conversations(workload.pairs_scenario(1, pairs), "bench.yaml")[0]
+    [spec] = resolve(name)
+    evaluator = Evaluator(EvalSettings(concurrency=1))
+    evaluator.evaluate(conversation, spec, conversation.probes[0], source="warm-up.yaml")
+    evaluator = Evaluator(EvalSettings(concurrency=1))
+    start = time.perf_counter()
+    record = evaluator.evaluate(conversation, spec, conversation.probes[0], source="bench.yaml")
+    seconds = time.perf_counter() - start
+    print(f"{seconds:.3f} {record.error or ''}".strip())
+
+
+def strategy_scaling(sizes: tuple[int, ...] = SCALING_PAIRS) -> None:
+    """Seconds of one item per strategy as the session doubles: linear work
+    doubles, quadratic work quadruples (the ``xN`` figures)."""
+    from pytest_ctxeval.strategies.registry import resolve
+
+    print(
+        "\nscaling: one item of a user/assistant session on the oracle, per strategy "
+        "(seconds; xN = time per doubling of turns, ~2 is linear):"
+    )
+    for spec in resolve("all"):
+        times: list[float] = []
+        note = ""
+        for pairs in sizes:
+            out = subprocess.run(
+                [sys.executable, __file__, "--scaling-one", str(pairs), spec.name],
+                capture_output=True,
+                text=True,
+                env=ENV,
+                check=False,
+            )
+            first, _, error = (out.stdout.strip() or "nan").partition(" ")
+            times.append(float(first))
+            if out.returncode and not note:
+                note = (out.stderr.strip().splitlines() or ["failed"])[-1]
+            note = note or error
+        cells = "  ".join(f"{p:,}: {t:6.2f} s" for p, t in zip(sizes, times, strict=True))
+        steps = zip(times, times[1:], strict=False)
+        doubling = " ".join(f"x{b / a:.2f}" for a, b in steps if a > 0)
+        print(f"  {spec.name:<18} {cells}  per doubling {doubling} {note}".rstrip())
+    print(
+        "  reproduce: python benchmarks/bench.py --only scaling "
+        "(--only scaling-long: up to 20,000 pairs)"
+    )
+
+
 SECTIONS = {
     "version": pytest_version_overhead,
     "startup": startup_figures,
@@ -576,6 +634,7 @@ SECTIONS = {
     "tokens": linear_token_counting,
     "long": long_session,
     "replay": replay_shape,
+    "scaling": strategy_scaling,
 }
 
 
@@ -587,15 +646,26 @@ def main() -> None:
     parser.add_argument(
         "--replay-one", nargs=2, metavar=("TURNS", "STRATEGY"), help=argparse.SUPPRESS
     )
+    parser.add_argument(
+        "--scaling-one", nargs=2, metavar=("PAIRS", "STRATEGY"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if args.replay_one:
         replay_one(int(args.replay_one[0]), args.replay_one[1])
         return
+    if args.scaling_one:
+        scaling_one(int(args.scaling_one[0]), args.scaling_one[1])
+        return
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     if args.only:
         for name in args.only.split(","):
-            {**SECTIONS, "xdist": xdist_workloads, "locomo": locomo_sized}[name.strip()]()
+            {
+                **SECTIONS,
+                "xdist": xdist_workloads,
+                "locomo": locomo_sized,
+                "scaling-long": lambda: strategy_scaling(SCALING_LONG),
+            }[name.strip()]()
         return
     for section in SECTIONS.values():
         section()

@@ -200,6 +200,9 @@ class ProbeItem(pytest.Item):
             record.budget = self.spec.params.get("budget_tokens")
         self.stash[RECORD_KEY] = record
         self.user_properties.extend(junit_properties(record))
+        stop = session.evaluator.stop_reason
+        if stop is not None:  # this item keeps its record; none after it runs
+            self.session.shouldstop = printable(stop)
         if session.gate is not None:
             self._end_under_gate(session.gate.decide(record), record)
             return

@@ -106,6 +106,12 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "Seconds one model call may take in all, retries included",
         "300",
     ),
+    "ctx_breaker": (
+        "--ctx-breaker",
+        "After this many calls in a row to one model time out or cannot connect, "
+        "the remaining calls to it fail at once (0 = never)",
+        "3",
+    ),
     "ctx_baseline": (
         "--ctx-baseline",
         "A baseline file (written by --ctx-update-baseline): only a probe that regressed "
@@ -194,6 +200,10 @@ def _record_mode(value: str) -> str:
 
 def _at_least_one(flag: str, value: str) -> int:
     return _number(flag, value, int, lambda n: n >= 1, "a whole number >= 1")
+
+
+def _breaker(value: str) -> int:
+    return _number("--ctx-breaker", value, int, lambda n: n >= 0, "a whole number >= 0")
 
 
 def _seconds(value: str) -> float:
@@ -360,6 +370,8 @@ class CtxOptions:
     context_window: int | None = None
     max_tokens: int = 1024
     timeout: float = 300.0
+    # --ctx-breaker: calls in a row that time out or cannot connect before the rest fail at once.
+    breaker: int = 3
     baseline: Path | None = None
     update_baseline: bool = False
     # --ctx-allow-removed: baseline probes that match nothing do not fail the gate.
@@ -423,6 +435,7 @@ class CtxOptions:
             context_window=_context_window(get("ctx_context_window")),
             max_tokens=_at_least_one("--ctx-max-tokens", get("ctx_max_tokens") or "1024"),
             timeout=_seconds(get("ctx_timeout") or "300"),
+            breaker=_breaker(get("ctx_breaker") or "3"),
             sweep_every=_sweep(get("ctx_sweep")),
             budgets=_budgets(get("ctx_budget")),
             cache_model=_cache_model(get("ctx_cache_model")),

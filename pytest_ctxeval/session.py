@@ -276,11 +276,13 @@ class CtxSession:
                     context_window=options.context_window,
                     max_tokens=options.max_tokens,
                     deadline_s=options.timeout,
+                    breaker_calls=options.breaker,
                     sweep_every=options.sweep_every,
                     cache_model=options.cache_model,
                     seconds_per_request=options.seconds_per_turn,
                 ),
                 selection=self.selection,
+                specs={spec.name: spec for spec in self._strategies or ()},
             )
         return self._evaluator
 

@@ -72,9 +72,16 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
             ),
             None,
         )
-        for unit in self.assigned_work.get(node, {}).values():
+        work = self.assigned_work.get(node, {})
+        for unit in work.values():
             if crashed in unit:
                 unit[crashed] = True
+        # Only the runs with items still to do go back to the queue.  A
+        # finished one handed out again would be sent as no items at all: its
+        # worker would never report back, nothing would schedule the rest of
+        # the queue, and the run would wait for ever.
+        for scope in [scope for scope, unit in work.items() if all(unit.values())]:
+            del work[scope]
         super().remove_node(node)
         return crashed
 

@@ -14,11 +14,15 @@ Replies are served from the script in order; once it is empty, ``responder``
 Fault modes beyond status codes: ``hang()`` never answers (until the server
 stops), ``echoing_error``/``echoing_reply`` quote the request's Authorization
 header back, and ``malformed_reply`` sends message fields of any JSON type.
+``model_not_found()`` and ``unauthorized()`` are the setup errors a real
+server sends, ``closed_port_url()`` is a base URL nothing listens at, and
+``tool_calls_reply`` sends any number of tool calls of any size.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -127,6 +131,39 @@ def error(
             }
         },
         headers={"retry-after-ms": str(retry_after_ms)} if retry_after_ms is not None else {},
+    )
+
+
+def model_not_found(model: str = "test-model") -> Reply:
+    """What OpenAI (and llama.cpp, vLLM) send for a model name they do not serve."""
+    return error(
+        404,
+        f"The model `{model}` does not exist or you do not have access to it.",
+        code="model_not_found",
+        type_="invalid_request_error",
+    )
+
+
+def unauthorized() -> Reply:
+    return error(401, "Incorrect API key provided.", code="invalid_api_key")
+
+
+def closed_port_url() -> str:
+    """A loopback base URL where nothing listens: connecting is refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def tool_calls_reply(*calls: tuple[str, str]) -> Reply:
+    """One answer calling every (name, arguments) of ``calls``, sent verbatim."""
+    return reply(
+        None,
+        tool_calls=[
+            {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": args}}
+            for n, (name, args) in enumerate(calls)
+        ],
     )
 
 

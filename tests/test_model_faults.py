@@ -18,6 +18,7 @@ from fake_openai_server import (
     context_length_error,
     echo_responder,
     error,
+    hang,
     last_user_text,
     ops_scenario,
     reply,
@@ -327,12 +328,33 @@ def test_concurrency_overlaps_model_calls_and_keeps_records_identical(
     run_four(
         pytester, openai_server, "--ctx-concurrency=8", "--ctx-results=par.jsonl"
     ).assert_outcomes(passed=8)
-    # The first run (full) asks its 4 probes at once; each answer doubles as
-    # the ground truth, being the same request.  The second run (sliding-1)
-    # asks 4 answers at once and reuses those ground truths.
-    assert openai_server.peak_in_flight == 4
+    # Both runs of the scenario (full, sliding-1) ask their 4 probes at once,
+    # 8 answers in flight; under full each answer doubles as the ground
+    # truth, being the same request, and sliding-1 reuses those.
+    assert openai_server.peak_in_flight == 8
     assert len(openai_server.chat_requests) == sequential_requests == 8
     assert comparable(pytester.path / "seq.jsonl") == comparable(pytester.path / "par.jsonl")
+
+
+def test_calls_of_a_scenarios_runs_wait_for_one_deadline_together(
+    pytester: pytest.Pytester, openai_server: FakeOpenAIServer
+) -> None:
+    # A server that never answers: every call of both runs is sent before
+    # the first deadline passes, so the scenario costs one --ctx-timeout, not
+    # one per run.  (Run after run, the first run's timeouts would open the
+    # circuit breaker before the second run had sent anything.)
+    openai_server.responder = lambda body: hang()
+    run_four(
+        pytester,
+        openai_server,
+        "--ctx-concurrency=8",
+        "--ctx-timeout=3",  # room for 8 calls to go out on a loaded machine
+        "--ctx-results=hung.jsonl",
+    ).assert_outcomes(failed=8)
+    assert len(openai_server.chat_requests) == 8
+    records = read_records(pytester.path / "hung.jsonl")
+    assert len(records) == 8
+    assert all("no answer within the 3 s deadline" in r["error"] for r in records.values())
 
 
 def test_deselected_probes_cost_no_model_call(

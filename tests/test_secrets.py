@@ -230,8 +230,11 @@ def test_a_server_echoing_the_key_in_an_error_raises_no_key(server: FakeOpenAISe
         client.complete(HI)
     assert server.chat_requests[0].headers.get("authorization") == f"Bearer {key}"
     error = excinfo.value
-    assert str(error) == (
-        f"AuthenticationError: Incorrect API key provided: Authorization: Bearer {REDACTED}"
+    # A refused key on the first call stops the run: the line says what to check.
+    assert str(error).startswith(f"openai/test-model at {server.url}: the server refused the")
+    assert str(error).endswith(
+        ". It said: AuthenticationError: Incorrect API key provided: "
+        f"Authorization: Bearer {REDACTED}"
     )
     # Nor in the exception it was raised from, which a traceback would print.
     assert error.__cause__ is None and error.__suppress_context__
@@ -306,7 +309,8 @@ def leaky(body: dict[str, Any]) -> Reply:
     if question.startswith("ECHO"):
         return echoing_reply()
     if question.startswith("DENIED"):
-        return echoing_error(401)
+        # Not a 401: a refused key on the first calls stops the run (see test_model_health).
+        return echoing_error(400)
     return echo_responder(body)
 
 
@@ -333,7 +337,7 @@ def test_a_planted_key_appears_in_no_file_and_no_output(
     assert {r.headers.get("authorization") for r in server.chat_requests} == {f"Bearer {PLANTED}"}
     records = {(r["probe"], r["strategy"]): r for r in ctx.results("out/results.jsonl")}
     assert records[("denied", "full")]["error"] == (
-        "model error: AuthenticationError: Incorrect API key provided: "
+        "model error: BadRequestError: Incorrect API key provided: "
         f"Authorization: Bearer {REDACTED}"
     )
     assert records[("echo", "full")]["answer"] == (

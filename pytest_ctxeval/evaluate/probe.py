@@ -11,7 +11,11 @@ from ..llm.client import ModelClient, ModelError
 from ..llm.tokens import window_tokens
 from ..strategies.base import Window
 
+# Rounds of tool calls answered before the model must answer (the last
+# request offers no tools); a model still calling tools then is a runaway.
 MAX_TOOL_STEPS = 4
+# Tool calls answered for one probe, over all rounds.
+MAX_TOOL_CALLS_PER_PROBE = 32
 
 
 @dataclass
@@ -47,6 +51,7 @@ def ask(client: ModelClient, window: Window, *, model: str, seed: int | None = N
     answer: it comes back with ``error`` set, so it is never scored."""
     result = ProbeAnswer()
     messages = list(window.messages)
+    calls = 0
     for step in range(MAX_TOOL_STEPS + 1):
         result.request_tokens.append(window_tokens(messages, window.tools, model))
         tools = window.tools if step < MAX_TOOL_STEPS else None
@@ -63,6 +68,15 @@ def ask(client: ModelClient, window: Window, *, model: str, seed: int | None = N
             result.answer = completion.content
             result.error = unusable_answer(completion.content, completion.finish_reason)
             return result
+        calls += len(completion.tool_calls)
+        if calls > MAX_TOOL_CALLS_PER_PROBE:
+            result.error = (
+                f"runaway tool calls: {calls} for one probe, over the limit of "
+                f"{MAX_TOOL_CALLS_PER_PROBE}; the probe got no answer"
+            )
+            return result
+        if step == MAX_TOOL_STEPS:  # asked without tools, and still calling them
+            break
         messages.append(
             {
                 "role": "assistant",
@@ -72,7 +86,10 @@ def ask(client: ModelClient, window: Window, *, model: str, seed: int | None = N
         )
         for call in completion.tool_calls:
             messages.append(_answer_tool_call(call, window, result))
-    result.error = f"no answer after {MAX_TOOL_STEPS} tool steps"
+    result.error = (
+        f"runaway tool loop: the model still called tools after {MAX_TOOL_STEPS} rounds "
+        "of tool calls (the limit); the probe got no answer"
+    )
     return result
 
 

@@ -2,10 +2,11 @@
 probe, ask the full-context ground truth (cached, shared by all strategies),
 score, classify, and produce the result record.
 
-With ``concurrency`` > 1, the first probe of a (scenario, strategy) run has
-every selected probe of that run evaluated at once: the simulation stays
-sequential, the model calls (answers and ground truths) run in a thread pool,
-and the finished records are kept for the probes' own items.  Records are the
+With ``concurrency`` > 1, the first probe of a scenario has every selected
+probe of that scenario, under every selected strategy, evaluated at once:
+the simulations stay sequential, the model calls (answers and ground truths)
+of all its runs wait together in a thread pool, and the finished records are
+kept for the probes' own items.  Records are the
 same as one-at-a-time evaluation; only the waiting overlaps.
 
 Answers are untrusted text.  Whatever scoring one of them raises becomes
@@ -17,8 +18,6 @@ run in daemon threads that nothing waits for (see ``workers``).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -27,39 +26,38 @@ from typing import Any, TypeVar
 
 from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
 from ..llm.client import ModelClient
+from ..llm.faults import BREAKER_CALLS
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
-from ..llm.tokens import (
-    message_tokens,
-    shared_prefix_tokens,
-    tokenizer_name,
-    tools_tokens,
-    window_tokens,
-)
-from ..report.run_info import plain, strategy_params
+from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
+from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
-from ..textcap import cap_text
-from .agreement import agree_by_f1, apply_judgements, ask_judge
+from .agreement import agree_by_f1, apply_judgements
 from .calibration import decoy_pass, uncheckable
+from .items import asker as _asker
+from .items import failed as _failed
+from .items import full_window as _full_window
+from .items import judge_job as _judge_job
+from .items import new_record as _new_record
+from .items import recording as _recording
+from .items import seed as _seed
 from .judge import JudgeResult
 from .outcome import Rates, classify, verdict_of
-from .probe import ProbeAnswer, ask
+from .probe import ProbeAnswer
 from .scoring import check_answer
 from .session_costs import cache_rules_named, fill_session_fields, probe_cached_cost_usd
 from .simulate import SessionTrace, simulate
 from .survival import fact_survival
-from .sweep import history, planted_facts, probe_turn, sweep_cuts, sweep_probes, trace_at
+from .sweep import history, planted_facts, sweep_cuts, sweep_probes, trace_at
 from .uncheckable import UncheckableAnswer
 from .window_trace import window_trace
 from .workers import run_jobs
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
-# What a record keeps of each text a tool call at the probe returned.
-RETRIEVAL_TEXT_CHARS = 2_000
 _K = TypeVar("_K")
 _T = TypeVar("_T")
 
@@ -80,6 +78,8 @@ class EvalSettings:
     # Longest answer asked of a real model; seconds per call, retries included.
     max_tokens: int | None = 1024
     deadline_s: float | None = 300.0
+    # Calls in a row that time out or cannot connect before the rest fail at once.
+    breaker_calls: int = BREAKER_CALLS
     # Record/replay of real-model calls; None = no cassettes.
     cassette_dir: Path | None = None
     record: RecordMode = "new"
@@ -117,6 +117,10 @@ class _Truth:
     tokens: int
     # Why there is no ground truth: the full context does not fit the model.
     beyond: str | None = None
+    # The strategy whose request it is (``full``): its answers are these, not
+    # asked again (a thread waiting on the same request would hold a place
+    # that another run's call could take).
+    same_as: str | None = None
 
 
 @dataclass
@@ -126,6 +130,9 @@ class Evaluator:
     # Probe ids to evaluate together per run (what pytest selected); a run
     # missing here evaluates all of its conversation's probes together.
     selection: dict[RunKey, set[str]] = field(default_factory=dict)
+    # The strategies of the run by name: the selected runs of a scenario are
+    # evaluated together (see _scenario_runs); a name missing here runs alone.
+    specs: dict[str, StrategySpec] = field(default_factory=dict)
     _traces: dict[RunKey, SessionTrace] = field(default_factory=dict)
     judge_client: ModelClient | None = field(init=False, default=None)
     _truth: dict[tuple[str, str, str], _Truth] = field(default_factory=dict)
@@ -135,6 +142,9 @@ class Evaluator:
     # trace is dropped once none is left, so a long run does not keep every
     # session's windows alive (and walked by the garbage collector) to the end.
     _unfinished: dict[RunKey, set[str]] = field(default_factory=dict)
+    # The selected strategies of each scenario (source, id), in item order.
+    _by_scenario: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    _by_scenario_of = -1
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -159,7 +169,17 @@ class Evaluator:
             cassettes=cassettes,
             max_tokens=self.settings.max_tokens,
             deadline_s=self.settings.deadline_s,
+            breaker_calls=self.settings.breaker_calls,
         )
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the run should stop here: the model under test (or the judge)
+        turned out to be set up wrong, so every further item would fail the same way."""
+        for client in (self.client, self.judge_client):
+            if client is not None and client.health.broken:
+                return client.health.stop_line
+        return None
 
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
@@ -168,31 +188,77 @@ class Evaluator:
         ready = self._ready.pop((*run, probe.id), None)
         if ready is not None:
             return ready
-        probes = [probe]
+        runs = [(spec, [probe])]
         if self.settings.concurrency > 1 and run not in self._batched:
             # Once per run: a re-run of an item (e.g. rerunfailures) asks only itself.
-            self._batched.add(run)
-            wanted = self.selection.get(run)
-            sweep = self.settings.sweep_every
-            probes = [
-                p
-                for p in [*conversation.probes, *sweep_probes(conversation, sweep)]
-                if p.id == probe.id or wanted is None or p.id in wanted
+            runs = [
+                (
+                    other,
+                    self._batch_probes(
+                        conversation,
+                        (source, conversation.id, other.name),
+                        probe if other is spec else None,
+                    ),
+                )
+                for other in self._scenario_runs(conversation, spec, source)
             ]
         try:
-            records = self._evaluate_many(conversation, spec, probes, source)
+            records = self._evaluate_many(conversation, runs, source)
         except Exception as exc:  # a bug past every per-item guard: still one record each
             message = f"evaluating the probe raised {type(exc).__name__}: {exc}"
             records = [
-                _failed(_new_record(conversation, spec, p, source, self.settings.model), message)
+                _failed(_new_record(conversation, s, p, source, self.settings.model), message)
+                for s, probes in runs
                 for p in probes
             ]
         records = [sealed(record) for record in records]
-        for other, record in zip(probes, records, strict=True):
-            if other.id != probe.id:
-                self._ready[(*run, other.id)] = record
-        self._forget_finished(run, probes)
-        return records[probes.index(probe)]
+        mine = None
+        at = iter(records)
+        for other, probes in runs:
+            key: RunKey = (source, conversation.id, other.name)
+            for asked, record in zip(probes, at, strict=False):
+                if other is spec and asked.id == probe.id:
+                    mine = record
+                else:
+                    self._ready[(*key, asked.id)] = record
+            self._forget_finished(key, probes)
+        assert mine is not None
+        return mine
+
+    def _scenario_runs(
+        self, conversation: Conversation, spec: StrategySpec, source: str
+    ) -> list[StrategySpec]:
+        """``spec``, then the other selected strategies of the scenario not
+        evaluated yet: their model calls wait together, not one run after
+        another (all of a scenario's items run in this process: without
+        xdist, or scheduled together under it)."""
+        if self._by_scenario_of != len(self.selection):  # indexed once per selection
+            self._by_scenario.clear()
+            for key in self.selection:
+                self._by_scenario.setdefault(key[:2], []).append(key[2])
+            self._by_scenario_of = len(self.selection)
+        runs = [spec]
+        for name in self._by_scenario.get((source, conversation.id), []):
+            other = self.specs.get(name)
+            if other is not None and other is not spec:
+                if (source, conversation.id, name) not in self._batched:
+                    runs.append(other)
+        for other in runs:
+            self._batched.add((source, conversation.id, other.name))
+        return runs
+
+    def _batch_probes(
+        self, conversation: Conversation, run: RunKey, probe: ProbeCase | None
+    ) -> list[ProbeCase]:
+        """The probes of ``run`` to evaluate together: the selected ones, and
+        ``probe`` (the item asking, when it is of this run)."""
+        wanted = self.selection.get(run)
+        sweep = self.settings.sweep_every
+        return [
+            p
+            for p in [*conversation.probes, *sweep_probes(conversation, sweep)]
+            if (probe is not None and p.id == probe.id) or wanted is None or p.id in wanted
+        ]
 
     def _forget_finished(self, run: RunKey, probes: list[ProbeCase]) -> None:
         """Drop the run's session trace once every selected probe has its
@@ -208,22 +274,28 @@ class Evaluator:
     def _evaluate_many(
         self,
         conversation: Conversation,
-        spec: StrategySpec,
-        probes: list[ProbeCase],
+        runs: list[tuple[StrategySpec, list[ProbeCase]]],
         source: str,
     ) -> list[ResultRecord]:
+        """The records of every (strategy, probe) of ``runs``, in order: the
+        model calls of all of them wait together, up to --ctx-concurrency."""
         # Strategies need not be thread-safe: simulate and build windows here.
-        pending = [self._prepare(conversation, spec, p, source) for p in probes]
-        jobs: dict[tuple[str, str, int], Callable[[], ProbeAnswer]] = {}
+        pending = [
+            (spec, self._prepare(conversation, spec, p, source))
+            for spec, probes in runs
+            for p in probes
+        ]
+        jobs: dict[tuple[str, str, str, int], Callable[[], ProbeAnswer]] = {}
+        truths: dict[tuple[str, str, str, int], Callable[[], ProbeAnswer]] = {}
         new_truths: dict[str, _Truth] = {}
-        for item in pending:
+        for spec, item in pending:
             if item.window is None:
                 continue
             context = CallContext(conversation.id, spec.name, item.probe.id)
             for r in range(self.settings.repeat):
                 # The first ask shows what the model fetched; later ones would repeat it.
                 window = _recording(item.window, item.retrievals) if r == 0 else item.window
-                jobs[("answer", item.probe.id, r)] = _asker(
+                jobs[("answer", spec.name, item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
             key = (source, conversation.id, item.probe.id)
@@ -238,28 +310,34 @@ class Evaluator:
                     f"window ({limit:,} tokens)"
                 )
                 continue
+            if not item.window.tools and item.window.messages == window.messages:
+                # The strategy's own request (`full`): its answers are the truth's.
+                truth.same_as = spec.name
+                continue
             context = CallContext(conversation.id, None, item.probe.id, "full-context ground truth")
             for r in range(self.settings.repeat):
-                # Under `full` this is the strategy's own request: the client
-                # asks it once and both sides share the answer.
-                jobs[("truth", item.probe.id, r)] = _asker(
+                truths[("truth", "", item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
-        answers = self._run(jobs, self.client)
+        answers = self._run({**jobs, **truths}, self.client)
         for probe_id, truth in new_truths.items():
             if truth.beyond is None:
+                kind, name = ("answer", truth.same_as) if truth.same_as else ("truth", "")
                 truth.answers = [
-                    answers[("truth", probe_id, r)] for r in range(self.settings.repeat)
+                    answers[(kind, name, probe_id, r)] for r in range(self.settings.repeat)
                 ]
                 exceeded = next((a for a in truth.answers if a.context_exceeded), None)
                 if exceeded is not None:
                     truth.beyond = f"the full context does not fit the model: {exceeded.error}"
             self._truth[(source, conversation.id, probe_id)] = truth
         finished = []
-        for item in pending:
+        for spec, item in pending:
             if item.window is not None and item.trace is not None:
                 truth = self._truth[(source, conversation.id, item.probe.id)]
-                asked = [answers[("answer", item.probe.id, r)] for r in range(self.settings.repeat)]
+                asked = [
+                    answers[("answer", spec.name, item.probe.id, r)]
+                    for r in range(self.settings.repeat)
+                ]
                 try:
                     self._finish(item, asked, truth)
                 except UncheckableAnswer as exc:
@@ -269,7 +347,7 @@ class Evaluator:
                 else:
                     finished.append((item, asked, truth))
         self._judge_agreements(finished)
-        return [item.record for item in pending]
+        return [item.record for _, item in pending]
 
     def _run(self, jobs: dict[_K, Callable[[], _T]], client: ModelClient) -> dict[_K, _T]:
         return run_jobs(jobs, 1 if client.in_process else self.settings.concurrency)
@@ -462,18 +540,6 @@ class Evaluator:
         return self._traces[key]
 
 
-def _full_window(conversation: Conversation, probe: ProbeCase, model: str) -> tuple[Window, int]:
-    """The ground truth's request: every message of every chat, then the probe."""
-    messages = [*history(conversation, probe), {"role": "user", "content": probe.question}]
-    return Window(messages), window_tokens(messages, None, model)
-
-
-def _seed(repeat: int) -> int | None:
-    """The first ask is the plain request (so existing cassettes replay);
-    each further one carries its own seed, a distinct request."""
-    return None if repeat == 0 else repeat
-
-
 def context_window_of(model: str) -> int | None:
     """The model's input limit from litellm's bundled model info; None if unknown."""
     if model.startswith("ctxeval/"):
@@ -488,53 +554,6 @@ def context_window_of(model: str) -> int | None:
     return int(limit) if limit else None
 
 
-def _recording(window: Window, retrievals: list[dict[str, Any]]) -> Window:
-    """``window`` whose tool handler also notes each call it answers in ``retrievals``."""
-    handler = window.tool_handler
-    if handler is None:
-        return window
-
-    def answer(name: str, args: dict[str, Any]) -> str:
-        result = handler(name, args)
-        text = result if isinstance(result, str) else str(result)
-        retrievals.append(
-            {
-                "tool": name,
-                "args": plain(args),
-                "text": cap_text(text, RETRIEVAL_TEXT_CHARS),
-                "chars": len(text),
-            }
-        )
-        return result
-
-    return dataclasses.replace(window, tool_handler=answer)
-
-
-def _asker(
-    client: ModelClient, window: Window, context: CallContext, model: str, seed: int | None
-) -> Callable[[], ProbeAnswer]:
-    def run() -> ProbeAnswer:
-        with call_context(context):
-            try:
-                return ask(client, window, model=model, seed=seed)
-            except Exception as exc:  # e.g. a tool handler's bug: this item's error only
-                return ProbeAnswer(error=f"{type(exc).__name__}: {exc}")
-
-    return run
-
-
-def _judge_job(
-    judge: ModelClient, record: ResultRecord, question: str, answer: str, reference: str
-) -> Callable[[], JudgeResult]:
-    def run() -> JudgeResult:
-        try:
-            return ask_judge(judge, record, question, answer, reference)
-        except Exception as exc:  # no verdict for this item; the others still get theirs
-            return JudgeResult(False, "", 0.0, f"judge raised {type(exc).__name__}: {exc}")
-
-    return run
-
-
 def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
     try:
         return [
@@ -545,61 +564,3 @@ def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
         ]
     except UncheckableAnswer as exc:
         raise UncheckableAnswer(f"{whose}: {exc}") from None
-
-
-def _new_record(
-    conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str, model: str
-) -> ResultRecord:
-    """The record of one item before anything is known: an error until scored."""
-    given = history(conversation, probe)
-    return ResultRecord(
-        scenario=conversation.id,
-        scenario_file=source,
-        strategy=spec.name,
-        model=model,
-        tokenizer=tokenizer_name(model),
-        probe=probe.id,
-        probe_digest=hashlib.sha256(probe.question.encode()).hexdigest()[:16],
-        verdict="error",
-        classification="error",
-        expected=_expected(probe),
-        turns=sum(1 for m in given if m["role"] != "system"),
-        probe_turn=probe_turn(conversation, probe),
-        constraint=probe.constraint,
-        evidence=list(probe.evidence),
-        strategy_params=plain(spec.params),
-        tags=list(conversation.scenario.tags),
-        # A depth is of the whole session: a sweep point sees only part of it.
-        needle_depth=_needle_depth(conversation, probe) if given is conversation.messages else None,
-    )
-
-
-def _needle_depth(conversation: Conversation, probe: ProbeCase) -> float | None:
-    """The depth the probe's needle was planted at; None for a needle planted
-    at a message number, or a probe of no needle."""
-    needle = next((n for n in conversation.scenario.needles if n.id == probe.needle), None)
-    return needle.depth if needle is not None else None
-
-
-def _failed(record: ResultRecord, message: str) -> ResultRecord:
-    """``record`` turned into an error, without the verdicts half-set before it failed."""
-    record.error = message
-    record.verdict = record.classification = "error"
-    record.ground_truth_verdict = None
-    record.pass_rate = record.pass_rate_interval = None
-    record.ground_truth_pass_rate = record.ground_truth_pass_rate_interval = None
-    record.unstable = False
-    record.agreement = None
-    return record
-
-
-def _expected(probe: ProbeCase) -> dict[str, Any] | None:
-    expected = (
-        probe.expect.model_dump(exclude_none=True, exclude_defaults=True) if probe.expect else {}
-    )
-    if probe.constraint_check is not None:
-        expected["constraint"] = {
-            "id": probe.constraint,
-            **probe.constraint_check.model_dump(exclude_none=True, exclude_defaults=True),
-        }
-    return expected or None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import re
 import threading
 import time
@@ -17,9 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import register_secret, scrub, scrub_values
-from ..textcap import cap_text
+from ..redact import register_secret, scrub
 from ._litellm import get_litellm
+from .bounds import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
+from .bounds import bounded as _bounded
+from .bounds import bounded_call as _bounded_call
+from .bounds import bounded_field, token_count, too_many_calls
 from .cassettes import (
     CallContext,
     CassetteError,
@@ -29,7 +31,9 @@ from .cassettes import (
     request_hash,
     response_problem,
 )
+from .deadline import DeadlinePassed, call_within
 from .error_text import error_line
+from .faults import BREAKER_CALLS, ModelHealth, unreached
 
 # Progress of long real-model runs: `pytest --log-cli-level=INFO` shows each
 # call live (pytest's own live logging).
@@ -57,23 +61,28 @@ SAMPLING_PARAMS = (
 )
 _CALLS_LOCK = threading.Lock()  # evaluators call from several threads
 MAX_RETRY_AFTER_S = 60.0
-# The longest answer kept and scored, live and in a cassette alike: the
-# cassette keeps exactly what was scored, so a replay gives the same verdict.
-# About 50k tokens, far beyond any answer under --ctx-max-tokens' default,
-# and small enough that a runaway server cannot fill a repository with
-# cassettes or the scorer's memory.  Records keep less (see results.record).
-MAX_ANSWER_CHARS = 200_000
 
 
 class ModelError(RuntimeError):
     """A model call that failed for good (after retries, or not retryable)."""
 
-    def __init__(self, message: str, *, context_exceeded: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        context_exceeded: bool = False,
+        unreached: bool = False,
+        stop: bool = False,
+    ) -> None:
         # Error bodies may echo the request's headers: scrubbed before anyone
         # can store, show or log the message.
         super().__init__(scrub(message))
         # The request was longer than the model's context window.
         self.context_exceeded = context_exceeded
+        # The call timed out or never got through (counts toward the breaker).
+        self.unreached = unreached
+        # The model is given up on (see faults): every later call fails so.
+        self.stop = stop
 
 
 # How providers and OpenAI-compatible servers word a request that is too long
@@ -138,9 +147,14 @@ class ModelClient:
     # Whether calls are answered in this process, holding the GIL throughout:
     # then threads cannot overlap them, only add switching.
     in_process = False
+    # --ctx-breaker: calls in a row that time out or cannot connect before
+    # the rest fail at once (see faults); 0 = never.
+    breaker_calls: int = BREAKER_CALLS
+    health: ModelHealth = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         register_secret(self.api_key)
+        self.health = ModelHealth(self.model, self.api_base, self.breaker_calls)
 
     def complete(
         self,
@@ -209,56 +223,15 @@ class ModelClient:
         if isinstance(cassette, Completion):
             return cassette
         started = time.perf_counter()
-        deadline = None if self.deadline_s is None else started + self.deadline_s
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                with _CALLS_LOCK:
-                    self.calls += 1
-                response = _within(deadline, self.deadline_s, attempt, litellm.completion, kwargs)
-                break
-            except ModelError:
-                raise
-            except Exception as exc:  # litellm maps provider errors to its own types
-                name = type(exc).__name__
-                # A missing key comes back as a 500 from some providers: it
-                # will not get better by waiting.
-                missing_key = "Missing credentials" in str(exc) or "api_key" in str(exc)
-                # `from None`: the provider's exception may quote a secret, and
-                # a chained cause is printed unscrubbed in any traceback.
-                if is_context_exceeded(exc):
-                    raise ModelError(f"{name}: {error_line(exc)}", context_exceeded=True) from None
-                if name not in RETRYABLE or missing_key:
-                    raise ModelError(f"{name}: {error_line(exc)}") from None
-                logger.warning(
-                    "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
-                )
-                if attempt == self.max_attempts:
-                    raise ModelError(
-                        f"{name} after {attempt} attempts: {error_line(exc)}"
-                    ) from None
-                hint = _retry_after_s(exc)
-                if (
-                    hint is not None
-                    and deadline is not None
-                    and time.perf_counter() + hint >= deadline
-                ):
-                    # Waiting part of it would only hold the run up: the
-                    # server said when it will answer, and that is too late.
-                    raise ModelError(
-                        f"{name}: the server asks to retry after {hint:,.0f} s, past the "
-                        f"{self.deadline_s:g} s deadline: {error_line(exc)}"
-                    ) from None
-                wait = (
-                    min(hint, MAX_RETRY_AFTER_S)
-                    if hint is not None
-                    else self.backoff_s * 2 ** (attempt - 1)
-                )
-                if deadline is not None and time.perf_counter() + wait >= deadline:
-                    raise ModelError(
-                        f"{name}, and no time left for attempt {attempt + 1} within the "
-                        f"{self.deadline_s:g} s deadline: {error_line(exc)}"
-                    ) from None
-                time.sleep(wait)
+        if self.health.stop_line is not None:  # given up on: no call, no wait
+            raise ModelError(self.health.stop_line, stop=True)
+        try:
+            response = self._retrying(litellm, kwargs, started)
+        except ModelError as exc:
+            if exc.unreached:
+                self.health.unreachable()
+            raise
+        self.health.answered()
         completion = self._completion(response, time.perf_counter() - started)
         if not self.model.startswith("ctxeval/"):
             logger.info(
@@ -273,6 +246,75 @@ class ModelClient:
         if cassette is not None and self.cassettes is not None:
             self.cassettes.save(cassette[0], cassette[1], _cassette_response(completion))
         return completion
+
+    def _retrying(self, litellm: Any, kwargs: dict[str, Any], started: float) -> Any:
+        """The response, after retries with backoff; a ModelError once the
+        call has failed for good."""
+        deadline = None if self.deadline_s is None else started + self.deadline_s
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                with _CALLS_LOCK:
+                    self.calls += 1
+                return call_within(deadline, litellm.completion, kwargs)
+            except ModelError:
+                raise
+            except DeadlinePassed:
+                raise ModelError(
+                    f"Timeout: no answer within the {self.deadline_s:g} s deadline "
+                    f"(attempt {attempt})",
+                    unreached=True,
+                ) from None
+            except Exception as exc:  # litellm maps provider errors to its own types
+                name = type(exc).__name__
+                # `from None`: the provider's exception may quote a secret, and
+                # a chained cause is printed unscrubbed in any traceback.
+                stop = self.health.first_call_fault(exc)
+                if stop is not None:  # the setup is wrong: no retry, no other item
+                    said = f"{name}: {error_line(exc)}"
+                    raise ModelError(f"{stop}. It said: {said}", stop=True) from None
+                gone = unreached(exc)
+                if not gone:  # the server answered, if only with an error
+                    self.health.answered()
+                # A missing key comes back as a 500 from some providers: it
+                # will not get better by waiting.
+                missing_key = "Missing credentials" in str(exc) or "api_key" in str(exc)
+                if is_context_exceeded(exc):
+                    raise ModelError(f"{name}: {error_line(exc)}", context_exceeded=True) from None
+                if name not in RETRYABLE or missing_key:
+                    raise ModelError(f"{name}: {error_line(exc)}") from None
+                logger.warning(
+                    "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
+                )
+                if attempt == self.max_attempts:
+                    raise ModelError(
+                        f"{name} after {attempt} attempts: {error_line(exc)}", unreached=gone
+                    ) from None
+                hint = _retry_after_s(exc)
+                if (
+                    hint is not None
+                    and deadline is not None
+                    and time.perf_counter() + hint >= deadline
+                ):
+                    # Waiting part of it would only hold the run up: the
+                    # server said when it will answer, and that is too late.
+                    raise ModelError(
+                        f"{name}: the server asks to retry after {hint:,.0f} s, past the "
+                        f"{self.deadline_s:g} s deadline: {error_line(exc)}",
+                        unreached=gone,
+                    ) from None
+                wait = (
+                    min(hint, MAX_RETRY_AFTER_S)
+                    if hint is not None
+                    else self.backoff_s * 2 ** (attempt - 1)
+                )
+                if deadline is not None and time.perf_counter() + wait >= deadline:
+                    raise ModelError(
+                        f"{name}, and no time left for attempt {attempt + 1} within the "
+                        f"{self.deadline_s:g} s deadline: {error_line(exc)}",
+                        unreached=gone,
+                    ) from None
+                time.sleep(wait)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _cassette_lookup(
         self, key: str, request: dict[str, Any], context: CallContext | None
@@ -315,16 +357,17 @@ class ModelClient:
         problem = response_problem(
             {"content": content, "tool_calls": calls, "finish_reason": finish_reason}
         )
+        problem = problem or too_many_calls(calls)
         if problem is not None:
             raise ModelError(f"malformed response from {self.model}: {problem}")
         return Completion(
             content=_bounded(content),
             tool_calls=[_bounded_call(call) for call in calls],
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=token_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=token_count(getattr(usage, "completion_tokens", 0)),
             cost_usd=self._cost(response),
             latency_s=latency,
-            finish_reason=finish_reason,
+            finish_reason=bounded_field(finish_reason),
         )
 
     def _cost(self, response: Any) -> float:
@@ -334,41 +377,6 @@ class ModelClient:
             return float(get_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # models missing from the bundled cost map cost "unknown" = 0
             return 0.0
-
-
-def _within(
-    deadline: float | None,
-    deadline_s: float | None,
-    attempt: int,
-    call: Any,
-    kwargs: dict[str, Any],
-) -> Any:
-    """``call(**kwargs)``, given up when the deadline passes.
-
-    The call runs in a daemon thread: a blocking HTTP read cannot be
-    interrupted, so on time-out it is abandoned (and dies with its socket or
-    the process) while the item goes on as an error.  Nothing joins it at
-    exit, so Ctrl-C in the waiting thread does not wait for it either."""
-    if deadline is None:
-        return call(**kwargs)
-    outcome: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-    def run() -> None:
-        try:
-            outcome.put((True, call(**kwargs)))
-        except BaseException as exc:  # handed to the waiting thread
-            outcome.put((False, exc))
-
-    threading.Thread(target=run, name="ctxeval-call", daemon=True).start()
-    try:
-        ok, value = outcome.get(timeout=max(deadline - time.perf_counter(), 0.0))
-    except queue.Empty:
-        raise ModelError(
-            f"Timeout: no answer within the {deadline_s:g} s deadline (attempt {attempt})"
-        ) from None
-    if ok:
-        return value
-    raise value
 
 
 def _retry_after_s(exc: BaseException) -> float | None:
@@ -411,13 +419,17 @@ def _replayed(response: dict[str, Any]) -> Completion:
     bounded like a live one: a cassette written by hand or by an older
     version scores as the same answer arriving live would."""
     usage = response.get("usage") or {}
+    calls = response.get("tool_calls") or []
+    problem = too_many_calls(calls)
+    if problem is not None:
+        raise ModelError(f"recorded response: {problem}")
     return Completion(
         content=_bounded(response.get("content")),
-        tool_calls=[_bounded_call(call) for call in response.get("tool_calls") or []],
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        tool_calls=[_bounded_call(call) for call in calls],
+        prompt_tokens=token_count(usage.get("prompt_tokens")),
+        completion_tokens=token_count(usage.get("completion_tokens")),
         cost_usd=float(response.get("cost_usd") or 0.0),
-        finish_reason=response.get("finish_reason"),
+        finish_reason=bounded_field(response.get("finish_reason")),
     )
 
 
@@ -430,18 +442,3 @@ def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     OpenAI, but some OpenAI-compatible servers' chat templates (llama.cpp)
     fail on it with a 500; an empty string means the same everywhere."""
     return [{**m, "content": ""} if m.get("content") is None else m for m in messages]
-
-
-def _bounded(text: str | None) -> str | None:
-    """An answer as it is scored and recorded: keys scrubbed, length capped."""
-    # Only the environment's and the client's keys: a key-like fact a
-    # scenario planted is scored as the model gave it (see redact).
-    return None if text is None else cap_text(scrub_values(text, scenario=False), MAX_ANSWER_CHARS)
-
-
-def _bounded_call(call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call whose arguments are scrubbed: they go back to the model, and
-    into the next request's cassette."""
-    function = call["function"]
-    arguments = function.get("arguments") or ""
-    return {**call, "function": {**function, "arguments": scrub_values(arguments, scenario=False)}}

@@ -14,15 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .bounds import bounded as _bounded
+from .bounds import bounded_call as _bounded_call
 from .cassettes import CallContext, build_request, request_hash, response_problem
-from .client import (
-    _CALLS_LOCK,
-    Completion,
-    ModelClient,
-    ModelError,
-    _bounded,
-    _bounded_call,
-)
+from .client import _CALLS_LOCK, Completion, ModelClient, ModelError
 from .providers import PROVIDER, MockModelError, _reply_for
 from .tokens import count_text_tokens, window_tokens
 

@@ -29,12 +29,13 @@ from .base import (
     content_text,
     current_exchange_start,
     messages_tokens,
-    split_system,
+    system_length,
 )
 from .hygiene import Hygiene
 from .memory_store import MemoryStore
 from .registry import register_strategy
 from .turns import TracksUserTurns, require_at_least, transcript
+from .unchanged_prefix import tracks_unchanged_prefix
 
 RETRIEVE_TOOL = "retrieve_memory"
 TOOL_INTRO = "Retrieve text that was moved out of the conversation into memory. Stored memories:"
@@ -54,6 +55,7 @@ LISTINGS = ("tool", "message")
 
 
 @register_strategy("headtail")
+@tracks_unchanged_prefix
 class HeadTailStrategy(TracksUserTurns):
     name = "headtail"
     description = (
@@ -103,6 +105,15 @@ class HeadTailStrategy(TracksUserTurns):
         # The last window's messages and what they were built from (see
         # _kept_messages): a new window only adds what arrived since.
         self._built: tuple[tuple[int, ...], int, list[Message], list[int], int] | None = None
+        # Messages revised since the last window: shown anew, like hygiene's.
+        self._revised: list[int] = []
+        # How many leading messages of the last window are the very objects
+        # of the window before (None: not known), so that replay looks at the
+        # new part only: a long session costs its new messages, not turns x
+        # messages.  The kept list's share, and where the listing message went.
+        self.unchanged_prefix: int | None = None
+        self._kept_prefix: int | None = None
+        self._index_at: int | None = None
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -126,17 +137,19 @@ class HeadTailStrategy(TracksUserTurns):
         super().revise(index, message)
         self._shown.pop(index, None)  # shortened again from the new text
         self._tokens.pop(index, None)
-        self._built = None
+        self._revised.append(index)
 
     def window(self) -> Window:
         last = len(self.history) - 1
         if self.budget_tokens is not None:
             self._evict_over_budget(last)
         messages = self._kept_messages(last)
+        index_at = None
+        if self._listing and self.listing == "message":
+            messages, index_at = self._with_index(messages)
+        self._note_prefix(index_at)
         if not self._listing:
             return Window(messages=messages)
-        if self.listing == "message":
-            messages = self._with_index(messages)
         if self._tool is None:
             stable = self.listing == "message"
             self._tool = retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
@@ -147,12 +160,25 @@ class HeadTailStrategy(TracksUserTurns):
             retrievable=list(self._originals),
         )
 
+    def _note_prefix(self, index_at: int | None) -> None:
+        """``unchanged_prefix`` of the window just built: the kept list's
+        unchanged share, cut where the listing message stands in this window
+        or stood in the one before (a listing is a new message every time)."""
+        prefix = self._kept_prefix
+        if prefix is not None:
+            for at in (index_at, self._index_at):
+                if at is not None:
+                    prefix = min(prefix, at)
+        self.unchanged_prefix = prefix
+        self._index_at = index_at
+
     def end_session(self) -> None:
         """A new chat starts empty, but the old one stays retrievable: its
         transcript becomes one memory whose preview shows its odd lines."""
         earlier = [m for m in self.history if m.get("role") != "system"]
         super().end_session()
         self._built = None
+        self._revised.clear()
         self._shown.clear()
         self._tokens.clear()
         self._hygiene = Hygiene()
@@ -185,33 +211,46 @@ class HeadTailStrategy(TracksUserTurns):
         key = (*ranges[0], *ranges[1], tail_begin)  # all but the end, which is last + 1
         touched = self._hygiene.touched
         built = self._built
+        revised, self._revised = self._revised, []
+        dropped = None
         if built is not None and built[0] == key and tail_begin <= built[1] <= last:
             _, previous_last, messages, indexes, seen = built
-            del messages[-1], indexes[-1]  # previous_last, shown again below
-            for index in touched[seen:]:
-                self._show_again(index, last, messages, indexes)
+            dropped = messages.pop()  # previous_last, shown again below
+            del indexes[-1]
+            self._kept_prefix = len(messages)
+            for index in [*touched[seen:], *revised]:
+                at = self._show_again(index, last, messages, indexes)
+                if at is not None:
+                    self._kept_prefix = min(self._kept_prefix, at)
             ranges = [(previous_last, last + 1)]
         else:
             messages, indexes = [], []
+            self._kept_prefix = None
         for index, shown in self._shown_in(ranges, last):
             indexes.append(index)
             messages.append(shown)
+        at = self._kept_prefix
+        if at is not None and at < len(messages) and messages[at] is dropped:
+            self._kept_prefix = at + 1  # shown as it was sent: still the same object
         self._built = (key, last, messages, indexes, len(touched))
         return list(messages)
 
     def _show_again(
         self, index: int, last: int, messages: list[Message], indexes: list[int]
-    ) -> None:
+    ) -> int | None:
         """Update the entry of ``index`` (if the window has it) to how it is
-        shown now: hygiene only leaves out or trims."""
+        shown now (hygiene only leaves out or trims); where it was, if it was."""
         at = bisect.bisect_left(indexes, index)
         if at == len(indexes) or indexes[at] != index:
-            return
+            return None
         shown = self._message(index, last)
         if shown is None:
             del messages[at], indexes[at]
-        else:
+        elif shown is not messages[at]:
             messages[at] = shown
+        else:
+            return None
+        return at
 
     def _kept(self, last: int) -> list[tuple[int, Message]]:
         """(index, message as shown) for every message the window keeps."""
@@ -259,7 +298,7 @@ class HeadTailStrategy(TracksUserTurns):
 
     def _bounds(self) -> tuple[int, int]:
         """Where the system prompt ends and where the head turns end."""
-        system_end = len(split_system(self.history)[0])
+        system_end = system_length(self.history)
         self._head_gone = max(self._head_gone, system_end)
         starts = self._user_at
         head_end = starts[self.head_turns] if len(starts) > self.head_turns else len(self.history)
@@ -344,9 +383,10 @@ class HeadTailStrategy(TracksUserTurns):
             return "".join(shown)
         return OLDER.format(n=hidden, first="m1", last=f"m{hidden}") + "".join(shown)
 
-    def _with_index(self, messages: list[Message]) -> list[Message]:
-        """The listing as a message right before the current exchange; under a
-        budget, only as many of its newest lines as the kept messages leave room for."""
+    def _with_index(self, messages: list[Message]) -> tuple[list[Message], int | None]:
+        """The listing as a message right before the current exchange, and
+        where it went; under a budget, only as many of its newest lines as
+        the kept messages leave room for (None: no room for any)."""
         text = INDEX_INTRO + self._listed()
         room = self._index_room
         if room is not None:
@@ -355,10 +395,10 @@ class HeadTailStrategy(TracksUserTurns):
                 lines = lines[1:]
                 text = INDEX_INTRO + "".join(lines)
             if not lines:
-                return messages
+                return messages, None
         start = current_exchange_start(messages)
-        index = {"role": "user", "content": text}
-        return [*messages[:start], index, *messages[start:]]
+        messages.insert(start, {"role": "user", "content": text})  # a copy of the kept list
+        return messages, start
 
     def _listing_tokens(self) -> int:
         """The least the listing adds to the window's messages: the index with
