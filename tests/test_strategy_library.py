@@ -714,7 +714,7 @@ def test_bad_presets_are_clear_errors_naming_the_file(
     path = write_preset(tmp_path, "broken.yaml", text)
     with pytest.raises(PresetError) as info:
         resolve("x", preset_dirs=[tmp_path])
-    assert str(info.value).startswith(f"{path}: ")
+    assert str(info.value).startswith(f"{path}:")  # the file first (and its line, when known)
     assert message in str(info.value)
     assert isinstance(info.value, UnknownStrategyError)  # the plugin reports it as a usage error
     assert [s.name for s in resolve("full,all", preset_dirs=[tmp_path])][0] == "full"  # unaffected

@@ -156,7 +156,7 @@ def _read(path: Path, kinds: Mapping[str, Any]) -> Preset:
     except (FileProblem, InvalidLimit) as exc:
         raise PresetError(f"{path}: cannot read the preset: {exc}") from None
     except ScenarioError as exc:
-        raise PresetError(f"cannot read the preset: {exc}") from None
+        raise PresetError(f"{exc} (cannot read the preset)") from None
     if not isinstance(data, dict):
         raise PresetError(f"{path}: expected a mapping with name, kind, params, description")
     try:
