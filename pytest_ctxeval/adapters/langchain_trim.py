@@ -88,6 +88,8 @@ def from_langchain(messages: list[Any]) -> list[Message]:
             raise ValueError(f"{KIND}: LangChain message type {message.type!r} has no role")
         converted: Message = {"role": role, "content": message.content}
         if role == "assistant" and message.tool_calls:
+            # OpenAI's form of a call-only message: no content, not "".
+            converted["content"] = message.content or None
             converted["tool_calls"] = [
                 {
                     "id": call["id"],
@@ -179,7 +181,7 @@ class LangChainTrimStrategy(BaseStrategy):
 
     def _counter(self) -> Any:
         if self.token_counter == "approximate":
-            return require("langchain_core.messages", KIND).count_tokens_approximately
+            return require("langchain_core.messages.utils", KIND).count_tokens_approximately
         return lambda ms: messages_tokens(from_langchain(ms), self.count_tokens)
 
     def window(self) -> Window:
