@@ -153,7 +153,11 @@ def test_messages_convert_to_langchain_and_back_unchanged() -> None:
     session = agent_session(2)
     converted = to_langchain(session)
     assert [type(m) for m in converted[:5]] == [
-        SystemMessage, HumanMessage, AIMessage, ToolMessage, AIMessage
+        SystemMessage,
+        HumanMessage,
+        AIMessage,
+        ToolMessage,
+        AIMessage,
     ]
     assert converted[2].tool_calls[0]["id"] == "call_1"
     assert converted[2].tool_calls[0]["args"] == {"service": "s1"}
@@ -246,14 +250,17 @@ def keep_last_four(data: Any) -> Any:
     """A ``call_model_input_filter`` as a team writes one."""
     from agents.run_config import ModelInputData
 
-    return ModelInputData(input=data.model_data.input[-4:], instructions=data.model_data.instructions)
+    return ModelInputData(
+        input=data.model_data.input[-4:], instructions=data.model_data.instructions
+    )
 
 
 async def shout_instructions(data: Any) -> Any:
     from agents.run_config import ModelInputData
 
     return ModelInputData(
-        input=data.model_data.input, instructions=(data.model_data.instructions or "") + " Be brief."
+        input=data.model_data.input,
+        instructions=(data.model_data.instructions or "") + " Be brief.",
     )
 
 
@@ -285,9 +292,7 @@ def test_messages_convert_to_sdk_items_and_back_unchanged() -> None:
 @needs_agents
 @pytest.mark.parametrize("limit", [None, 6, 7])
 @pytest.mark.parametrize("db", ["memory", "file"])
-def test_agents_session_window_is_what_the_sdk_session_returns(
-    limit: int | None, db: str
-) -> None:
+def test_agents_session_window_is_what_the_sdk_session_returns(limit: int | None, db: str) -> None:
     import asyncio
 
     from pytest_ctxeval.adapters.openai_agents import AgentsSessionStrategy, to_messages
@@ -304,7 +309,9 @@ def test_agents_session_window_is_what_the_sdk_session_returns(
     # The SDK's limit counts items, so it may leave a tool result without its call.
     if limit == 7:
         assert window[1]["role"] == "tool"
-        assert any(v.startswith("tool-pairs") for v in window_violations(session, strategy.window()))
+        assert any(
+            v.startswith("tool-pairs") for v in window_violations(session, strategy.window())
+        )
 
 
 @needs_agents

@@ -26,7 +26,10 @@ AGENT = """
       - user: "Before we start: the launch code is ZEBRA-42."
       - assistant: Noted, I will remember it.
       - user: Dump the deployment records for the checkout service.
-      - tool: {name: query_deployments, args: {service: checkout}, generate: {kind: json_rows, rows: 40, seed: 3}}
+      - tool:
+          name: query_deployments
+          args: {service: checkout}
+          generate: {kind: json_rows, rows: 40, seed: 3}
       - assistant: That is 40 records; most deployments succeeded.
       - generate: {kind: chitchat, turns: 10, seed: 1}
       - user: "My cat is called Miso."
@@ -76,7 +79,9 @@ def test_an_adapter_preset_and_a_missing_extra_are_usage_errors(
     ctx: CtxProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx.scenario("agent", AGENT)
-    ctx.write("strategies/tight.yaml", "name: tight\nkind: langchain-trim\nparams: {max_tokens: 400}\n")
+    ctx.write(
+        "strategies/tight.yaml", "name: tight\nkind: langchain-trim\nparams: {max_tokens: 400}\n"
+    )
     result = ctx.run("--ctx-strategy=tight")
     assert {r["strategy"] for r in ctx.results()} == {"tight"}, output(result)
     monkeypatch.setitem(__import__("sys").modules, "agents", None)

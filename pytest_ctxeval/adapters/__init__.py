@@ -58,5 +58,5 @@ def require(module: str, kind: str) -> Any:
         extra = ADAPTERS[kind].extra
         raise UnknownStrategyError(
             f"strategy {kind!r} needs {module.split('.')[0]!r}, which is not installed "
-            f"({exc}); install it with: pip install \"pytest-ctxeval[{extra}]\""
+            f'({exc}); install it with: pip install "pytest-ctxeval[{extra}]"'
         ) from None

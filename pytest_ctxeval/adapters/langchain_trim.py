@@ -71,7 +71,10 @@ def to_langchain(messages: list[Message]) -> list[Any]:
             extra = {"name": message["name"]} if message.get("name") else {}
             out.append(
                 lc.ToolMessage(
-                    content=content, tool_call_id=str(message.get("tool_call_id")), id=ident, **extra
+                    content=content,
+                    tool_call_id=str(message.get("tool_call_id")),
+                    id=ident,
+                    **extra,
                 )
             )
         else:

@@ -37,7 +37,7 @@ def load_strategy(
     strategy = specs[0].create()
     setup = getattr(strategy, "setup", None)
     if callable(setup):
-        if count_tokens is None:
-            from ..llm.tokens import count_text_tokens as count_tokens
-        setup(StrategyContext(count_tokens=count_tokens))
+        from ..llm.tokens import count_text_tokens
+
+        setup(StrategyContext(count_tokens=count_tokens or count_text_tokens))
     return strategy

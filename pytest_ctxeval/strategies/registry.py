@@ -289,9 +289,9 @@ def _specs(
         ref = _display(name.base, factory, params) if shown != name.base else ""
         return [StrategySpec(_display(shown, factory, params), factory, params, ref)]
     found = known.get(name.base)
-    for factory in (found, getattr(found, "kind_factory", None)):
-        if isinstance(factory, AdapterFactory):
-            factory.check_library()
+    for kind in (found, getattr(found, "kind_factory", None)):
+        if isinstance(kind, AdapterFactory):
+            kind.check_library()
     if isinstance(found, PresetFactory):
         preset = dict(found.preset.params)
         merged = _checked(f"preset {name.base!r}", found.kind_factory, name, base=preset)
