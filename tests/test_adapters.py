@@ -332,3 +332,17 @@ def test_agents_session_runs_the_teams_input_filter() -> None:
     assert len(loud.window().messages) == len(session)
     with pytest.raises(UnknownStrategyError, match="cannot load input_filter 'nope:f'"):
         resolve("openai-agents-session(input_filter='nope:f')", preset_dirs=[])
+
+
+@needs_langchain
+def test_include_system_false_may_drop_the_system_prompt_and_the_rules_allow_it() -> None:
+    from pytest_ctxeval.adapters.langchain_trim import LangChainTrimStrategy
+    from pytest_ctxeval.strategies.window_rules import keeps_system_prompt
+
+    session = agent_session()
+    params = {"max_tokens": 60, "include_system": False}
+    window = fed(LangChainTrimStrategy(**params), session).window()  # type: ignore[arg-type]
+    assert window.messages[0]["role"] != "system"
+    assert keeps_system_prompt(params) is False
+    assert window_violations(session, window, keep_system=keeps_system_prompt(params)) == []
+    assert keeps_system_prompt({"max_tokens": 60}) is True

@@ -10,7 +10,8 @@ receives the SDK's ``CallModelData`` and returns a ``ModelInputData``, as in
 ``RunConfig(call_model_input_filter=...)``).  The items go back to chat
 messages through the SDK's own converter (``Converter.items_to_messages``,
 what its chat-completions models send); a message that comes back unchanged
-is the very dict the session holds.
+is the very dict the session holds.  A new chat (multi-session scenarios)
+starts a new session, as a chat app starts a new ``session_id``.
 
 Tested against openai-agents 0.24 (the ``openai-agents`` extra asks for >= 0.2).
 That release ships no trimming or summarising session: the OpenAI cookbook's
