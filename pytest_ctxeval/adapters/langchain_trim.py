@@ -7,7 +7,7 @@ as the very dicts the session holds (byte for byte, so prompt caching and the
 window rules see them as kept); a message ``allow_partial`` cut comes back
 converted.
 
-Tested against langchain-core 1.1 (the ``langchain`` extra asks for >= 1.0).
+Tested against langchain-core 1.8.3 (the ``langchain`` extra asks for >= 1.0).
 
 Parameters are LangChain's, with two choices of this harness:
 

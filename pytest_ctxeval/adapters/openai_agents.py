@@ -3,7 +3,8 @@
 The session's messages are stored, as Responses-API input items, in the
 SDK's ``SQLiteSession`` (in memory, or in a temporary file with
 ``db=file``).  A window is what the SDK's runner sends: the session's items
-(``get_items``, honouring ``limit``, the SDK's ``SessionSettings.limit``)
+(``get_items``, honouring ``limit``, as the runner applies the SDK's
+``SessionSettings(limit=...)``)
 with the system prompt as the agent's instructions, passed through
 ``call_model_input_filter`` when one is given as ``module:function`` (it
 receives the SDK's ``CallModelData`` and returns a ``ModelInputData``, as in
@@ -13,7 +14,7 @@ what its chat-completions models send); a message that comes back unchanged
 is the very dict the session holds.  A new chat (multi-session scenarios)
 starts a new session, as a chat app starts a new ``session_id``.
 
-Tested against openai-agents 0.24 (the ``openai-agents`` extra asks for >= 0.2).
+Tested against openai-agents 0.24.0 (the ``openai-agents`` extra asks for >= 0.2).
 That release ships no trimming or summarising session: the OpenAI cookbook's
 ``TrimmingSession`` is a recipe, not part of the package (its
 ``OpenAIResponsesCompactionSession`` calls the API to compact), so the
@@ -119,6 +120,15 @@ def _run(coroutine: Coroutine[Any, Any, T]) -> T:
     return result[0]
 
 
+def _run_config_module() -> Any:
+    """Where CallModelData and ModelInputData live: ``agents.run_config``
+    (``agents.run`` in releases before it was split out)."""
+    try:
+        return importlib.import_module("agents.run_config")
+    except ImportError:
+        return require("agents.run", KIND)
+
+
 def load_filter(spec: str) -> Any:
     """``module:function`` imported; a ValueError naming what is wrong."""
     module_name, _, attr = spec.partition(":")
@@ -163,8 +173,7 @@ class AgentsSessionStrategy(BaseStrategy):
         if self.db == "file":
             self._tmp = tempfile.TemporaryDirectory(prefix="ctxeval-agents-")
             path = Path(self._tmp.name) / "session.db"
-        settings = agents.SessionSettings(limit=self.limit)
-        return agents.SQLiteSession("ctxeval", db_path=path, session_settings=settings)
+        return agents.SQLiteSession("ctxeval", db_path=path)
 
     def _items(self, messages: list[Message]) -> list[dict[str, Any]]:
         return [
@@ -212,8 +221,9 @@ class AgentsSessionStrategy(BaseStrategy):
     def model_input(self) -> Any:
         """The SDK's ``ModelInputData`` for the next call, after the filter."""
         agents = require("agents", KIND)
-        run_config = require("agents.run_config", KIND)
-        items = _run(self._session.get_items())
+        run_config = _run_config_module()
+        # The limit as the runner applies a SessionSettings(limit=...).
+        items = _run(self._session.get_items(limit=self.limit))
         data = run_config.ModelInputData(input=list(items), instructions=self.instructions())
         if self._filter is None:
             return data
