@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .scenario.schema import Scenario
     from .strategies.base import BaseStrategy, ContextStrategy, StrategyContext, Window
     from .strategies.invariants import assert_invariants, check_invariants
+    from .strategies.loading import load_strategy
     from .strategies.registry import register_strategy
     from .strategies.window_rules import window_violations
 
@@ -39,6 +40,7 @@ _EXPORTS = {
     "Message": "pytest_ctxeval.messages",
     "content_text": "pytest_ctxeval.messages",
     "register_strategy": "pytest_ctxeval.strategies.registry",
+    "load_strategy": "pytest_ctxeval.strategies.loading",
     "check_invariants": "pytest_ctxeval.strategies.invariants",
     "assert_invariants": "pytest_ctxeval.strategies.invariants",
     "Scenario": "pytest_ctxeval.scenario.schema",
@@ -72,6 +74,7 @@ __all__ = [
     "content_text",
     "load_results",
     "load_scenarios",
+    "load_strategy",
     "pareto_front",
     "pass_rate_matrix",
     "results_frame",

@@ -4,6 +4,7 @@ model-calling ones against the mock model, presets, third-party strategies."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import re
 import sys
@@ -782,8 +783,23 @@ def test_an_installed_entry_point_is_a_strategy(
 
 
 EXAMPLE = "pytest_ctxeval.examples.trim:TrimMessagesStrategy"
+# The example calls LangChain's own trim_messages (the `langchain` extra).
+needs_langchain = pytest.mark.skipif(
+    importlib.util.find_spec("langchain_core") is None,
+    reason='langchain-core is not installed: pip install -e ".[langchain]"',
+)
 
 
+@needs_langchain
+def test_the_example_calls_langchains_own_trim_messages() -> None:
+    import langchain_core.messages
+
+    from pytest_ctxeval.examples import trim
+
+    assert trim.trim_messages is langchain_core.messages.trim_messages
+
+
+@needs_langchain
 def test_the_example_strategy_ships_in_the_package() -> None:
     from pytest_ctxeval.strategies.registry import resolve
 
@@ -793,6 +809,7 @@ def test_the_example_strategy_ships_in_the_package() -> None:
     assert spec.name == "example-trim[max_tokens:500]" and spec.params == {"max_tokens": 500}
 
 
+@needs_langchain
 def test_a_copy_of_the_example_resolves_from_a_projects_strategies_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -809,6 +826,7 @@ def test_a_copy_of_the_example_resolves_from_a_projects_strategies_folder(
         monkeypatch.delitem(sys.modules, module)
 
 
+@needs_langchain
 def test_the_example_strategy_trims_like_trim_messages_and_keeps_the_invariants() -> None:
     from pytest_ctxeval.strategies.invariants import check_invariants
     from pytest_ctxeval.strategies.registry import resolve

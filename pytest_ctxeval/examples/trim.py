@@ -2,30 +2,31 @@
 
 Most teams already call a trimming function before each model request, for
 example LangChain's ``trim_messages``.  To evaluate it, wrap it in a strategy:
-keep the history, call your function in ``window()``.  This example ships with
-pytest-ctxeval, so it runs in any project:
+keep the history, call your function in ``window()``.  This example calls
+the real ``langchain_core.messages.trim_messages`` (install it with
+``pip install "pytest-ctxeval[langchain]"``):
 
     pytest --ctx-strategy=pytest_ctxeval.examples.trim:TrimMessagesStrategy
     pytest --ctx-strategy="pytest_ctxeval.examples.trim:TrimMessagesStrategy(max_tokens=2000)"
 
-To adapt it, copy this file into your project's ``strategies/`` folder (say as
+The ``langchain-trim`` strategy runs the same function with every one of its
+parameters; this file shows how little it takes to wrap your own.  To adapt
+it, copy it into your project's ``strategies/`` folder (say as
 ``strategies/my_trim.py``) and run ``--ctx-strategy=my_trim:TrimMessagesStrategy``:
 pytest-ctxeval finds modules in that folder even when it is not on
 ``sys.path``.  Or register it for your package's users in ``pyproject.toml``:
 
     [project.entry-points."pytest_ctxeval.strategies"]
     trim-messages = "yourpkg.strategies:TrimMessagesStrategy"
-
-``trim_messages`` below is a small stand-in with LangChain's signature, over
-OpenAI-style dicts, so this example needs no extra dependency; with
-LangChain installed, import the real one instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from langchain_core.messages import trim_messages
+
+from pytest_ctxeval.adapters.langchain_trim import back_to_session, from_langchain, to_langchain
 from pytest_ctxeval.strategies.base import (
     BaseStrategy,
     Window,
@@ -33,38 +34,12 @@ from pytest_ctxeval.strategies.base import (
     messages_tokens,
 )
 
-Message = dict[str, Any]
-
-
-def trim_messages(
-    messages: list[Message],
-    *,
-    max_tokens: int,
-    token_counter: Callable[[list[Message]], int],
-    strategy: str = "last",
-    include_system: bool = True,
-    start_on: str = "human",
-) -> list[Message]:
-    """Stand-in for ``langchain_core.messages.trim_messages`` (strategy="last")."""
-    if strategy != "last":
-        raise NotImplementedError("this stand-in implements strategy='last' only")
-    system = messages[:1] if include_system and messages and messages[0]["role"] == "system" else []
-    kept: list[Message] = []
-    for message in reversed(messages[len(system) :]):
-        if token_counter(system + [message] + kept) > max_tokens:
-            break
-        kept.insert(0, message)
-    wanted = {"human": "user", "ai": "assistant"}.get(start_on, start_on)
-    while kept and kept[0]["role"] != wanted:  # never start on a tool result
-        kept.pop(0)
-    return system + kept
-
 
 class TrimMessagesStrategy(BaseStrategy):
     """The whole integration: history in, your function's output out."""
 
     name = "example-trim"
-    description = "LangChain-style trim_messages(strategy='last'), wrapped as a strategy."
+    description = "LangChain's trim_messages(strategy='last'), wrapped as a strategy."
 
     def __init__(self, max_tokens: int = 4000) -> None:
         super().__init__()
@@ -75,13 +50,18 @@ class TrimMessagesStrategy(BaseStrategy):
 
     def window(self) -> Window:
         kept = trim_messages(
-            self.history,
+            to_langchain(self.history),  # OpenAI-style dicts as LangChain messages
             max_tokens=self.max_tokens,
-            token_counter=lambda ms: messages_tokens(ms, self.count_tokens),
+            # Count as the harness counts every budget.
+            token_counter=lambda ms: messages_tokens(from_langchain(ms), self.count_tokens),
+            strategy="last",
+            include_system=True,
+            start_on="human",
         )
+        messages = back_to_session(self.history, kept)  # the session's own dicts
         # Your function may drop everything when one turn is over the limit;
         # the question being asked must still reach the model.
         current = self.history[current_exchange_start(self.history) :]
-        if kept[-len(current) :] != current:
-            kept = [m for m in kept if m["role"] == "system"] + current
-        return Window(messages=kept)
+        if messages[-len(current) :] != current:
+            messages = [m for m in messages if m["role"] == "system"] + current
+        return Window(messages=messages)

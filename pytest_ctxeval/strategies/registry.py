@@ -91,10 +91,18 @@ def builtin_strategies() -> dict[str, StrategyFactory]:
     return dict(_BUILTINS)
 
 
+def adapter_kinds() -> dict[str, StrategyFactory]:
+    """The adapters (``langchain-trim``...), each imported only when built."""
+    from ..adapters import ADAPTERS
+
+    return {kind: AdapterFactory(kind) for kind in ADAPTERS}
+
+
 def strategy_kinds() -> dict[str, StrategyFactory]:
-    """Built-ins, then installed entry points: every strategy a preset can name
-    as its ``kind``."""
+    """Built-ins, adapters, then installed entry points: every strategy a preset
+    can name as its ``kind``."""
     found = builtin_strategies()
+    found.update(adapter_kinds())
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, EntryPointFactory(ep))
     return found
@@ -135,6 +143,35 @@ class EntryPointFactory:
 
     def load_target(self) -> Any:
         return self.entry_point.load()
+
+
+@dataclass(frozen=True)
+class AdapterFactory:
+    """An adapter kind: its module (not its library) is imported when it is
+    built or its parameters are checked; the library when it is built."""
+
+    kind: str
+
+    @property
+    def description(self) -> str:
+        from ..adapters import ADAPTERS
+
+        return ADAPTERS[self.kind].description
+
+    def __call__(self, **params: Any) -> ContextStrategy:
+        return self.load_target()(**params)  # type: ignore[no-any-return]
+
+    def check_library(self) -> None:
+        """One usage error naming the extra when the library is not installed."""
+        from ..adapters import ADAPTERS, require
+
+        require(ADAPTERS[self.kind].library, self.kind)
+
+    def load_target(self) -> Any:
+        from ..adapters import ADAPTERS
+
+        adapter = ADAPTERS[self.kind]
+        return getattr(importlib.import_module(adapter.module), adapter.attr)
 
 
 def _import_object(spec: str, preset_dirs: Sequence[Path] = ()) -> StrategyFactory:
@@ -252,6 +289,9 @@ def _specs(
         ref = _display(name.base, factory, params) if shown != name.base else ""
         return [StrategySpec(_display(shown, factory, params), factory, params, ref)]
     found = known.get(name.base)
+    for kind in (found, getattr(found, "kind_factory", None)):
+        if isinstance(kind, AdapterFactory):
+            kind.check_library()
     if isinstance(found, PresetFactory):
         preset = dict(found.preset.params)
         merged = _checked(f"preset {name.base!r}", found.kind_factory, name, base=preset)

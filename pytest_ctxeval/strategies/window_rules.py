@@ -58,10 +58,12 @@ def window_violations(
 def keeps_system_prompt(params: Mapping[str, Any]) -> bool:
     """Whether a strategy built with ``params`` must keep the system prompt.
 
-    Only an explicit ``keep_system=False`` exempts it (a wrapper's
+    Only an explicit ``keep_system=False`` (``include_system=False``) exempts it (a wrapper's
     ``inner_params`` count as its own); a class cannot exempt itself."""
     if "keep_system" in params:
         return bool(params["keep_system"])
+    if "include_system" in params:  # LangChain's name for it (``langchain-trim``)
+        return bool(params["include_system"])
     inner = params.get("inner_params")
     return keeps_system_prompt(inner) if isinstance(inner, Mapping) else True
 

@@ -15,6 +15,7 @@ from pytest_ctxeval import (
     Window,
     check_invariants,
     content_text,
+    load_strategy,
 )
 
 
@@ -39,3 +40,11 @@ def as_protocol() -> ContextStrategy:
 
 def problems() -> list[str]:
     return check_invariants(KeepAll)
+
+
+def team_window(messages: list[Message]) -> list[Message]:
+    """A team's own test drives a strategy named as on the command line."""
+    strategy = load_strategy("langchain-trim(max_tokens=2000)")
+    for message in messages:
+        strategy.add(message)
+    return strategy.window().messages
