@@ -142,10 +142,16 @@ def test_an_unusable_default_output_path_does_not_bother_a_project_without_scena
 
 # Runs pytest in a fresh interpreter (an in-process run would see the modules
 # the test session already imported) and prints the heavy modules it loaded.
+# Other installed pytest plugins are blocked: what they import is theirs (the
+# langchain extra brings langsmith's, which imports pydantic).
 IMPORTED_AFTER_A_RUN = """
 import json, sys
+from importlib.metadata import entry_points
 import pytest
-code = pytest.main(["-q", "-p", "no:cacheprovider", *sys.argv[1:]])
+ours = ("pytest-ctxeval", "pytest-xdist")
+others = [e.name for e in entry_points(group="pytest11") if e.dist.name not in ours]
+blocked = [arg for name in others for arg in ("-p", "no:" + name)]
+code = pytest.main(["-q", "-p", "no:cacheprovider", *blocked, *sys.argv[1:]])
 heavy = ["pytest_ctxeval.strategies.registry", "pytest_ctxeval.llm.providers", "litellm",
          "pandas", "pydantic", "pytest_ctxeval.report.html"]
 print(json.dumps({"exit": int(code), "loaded": [m for m in heavy if m in sys.modules]}))
