@@ -107,7 +107,9 @@ def test_timeout_is_retried_then_reported(openai_server: FakeOpenAIServer) -> No
     openai_server.script(reply("slow", delay_s=6), reply("slow", delay_s=6))
     model = client(openai_server, timeout_s=0.3, max_attempts=2)
     started = time.perf_counter()
-    with pytest.raises(ModelError, match=r"Timeout after 2 attempts"):
+    # litellm names a read time-out Timeout, or InternalServerError "timed out"
+    # when httpx's own timer fires first (on a loaded machine).
+    with pytest.raises(ModelError, match=r"Timeout after 2 attempts|after 2 attempts: .*timed out"):
         model.complete(HI)
     assert len(openai_server.chat_requests) == 2
     # Waiting out the server would take 12 s; giving up on time takes ~0.6 s
