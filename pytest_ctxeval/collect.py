@@ -188,16 +188,9 @@ class ProbeItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        record = session.evaluator.evaluate(
-            self.conversation, self.spec, self.probe, source=self.source
+        record = self.stamped(
+            session.evaluator.evaluate(self.conversation, self.spec, self.probe, source=self.source)
         )
-        record.nodeid = self.nodeid
-        record.scenario_digest = file_digest(self.path)
-        # Here, not on the controller: under xdist only the workers resolve strategies.
-        record.strategy_ref = self.spec.resolvable
-        record.run_strategies = sorted(spec.name for spec in session.strategies)
-        if session.options.budgets:
-            record.budget = self.spec.params.get("budget_tokens")
         self.stash[RECORD_KEY] = record
         self.user_properties.extend(junit_properties(record))
         stop = session.evaluator.stop_reason
@@ -225,6 +218,31 @@ class ProbeItem(pytest.Item):
                 pytest.xfail(f"unstable: {_rates(record)}; not credibly a context loss")
         if record.verdict != "pass":
             raise ProbeFailed(record)
+
+    def stamped(self, record: ResultRecord) -> ResultRecord:
+        """``record`` with what only the item knows: its node id, its file's
+        digest and how its strategy resolves."""
+        session = self.config.stash[SESSION_KEY]
+        record.nodeid = self.nodeid
+        record.scenario_digest = file_digest(self.path)
+        # Here, not on the controller: under xdist only the workers resolve strategies.
+        record.strategy_ref = self.spec.resolvable
+        record.run_strategies = sorted(spec.name for spec in session.strategies)
+        if session.options.budgets:
+            record.budget = self.spec.params.get("budget_tokens")
+        return record
+
+    def finished_before_interrupt(self) -> ResultRecord | None:
+        """After Ctrl-C, for an item that did not report: its record, when an
+        earlier item's batch had all of its answers back."""
+        session = self.config.stash[SESSION_KEY]
+        if session.has_evaluator:
+            record = session.evaluator.finished_before_interrupt(
+                self.conversation, self.spec, self.probe, source=self.source
+            )
+            if record is not None:
+                return self.stamped(record)
+        return None
 
     def _end_under_gate(self, decision: tuple[str, str], record: ResultRecord) -> None:
         """With a baseline only a regression (or an error) fails the item."""

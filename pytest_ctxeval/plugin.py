@@ -378,6 +378,8 @@ class ControllerHooks:
             self.ctx.check_outputs()
             self.ctx.will_record = True
             session.exitstatus = pytest.ExitCode.OK
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED and not self.runs_workers:
+            self._keep_finished_before_interrupt(session)
         if not self.runs_workers:
             self.written = self.ctx.finish()
             result = yield
@@ -398,6 +400,19 @@ class ControllerHooks:
 
             session.exitstatus = OUTPUT_LOST
         return result
+
+    def _keep_finished_before_interrupt(self, session: pytest.Session) -> None:
+        """Ctrl-C stopped the run inside a batch of model calls: the items
+        whose answers had all come back keep their records (the calls were
+        paid for), though pytest never reported them."""
+        from .collect import ProbeItem
+
+        kept = {record.nodeid for record in self.ctx.records}
+        for item in session.items:
+            if isinstance(item, ProbeItem) and item.nodeid not in kept:
+                record = item.finished_before_interrupt()
+                if record is not None:
+                    self.ctx.keep(record)
 
     def _gate_exit_status(self, session: pytest.Session) -> None:
         result = self.ctx.gate_result

@@ -255,6 +255,10 @@ class CtxSession:
         self._outputs_checked = True
 
     @property
+    def has_evaluator(self) -> bool:
+        return self._evaluator is not None
+
+    @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
             from .evaluate.regex_budget import reset_regex_budget

@@ -33,16 +33,20 @@ SLIDING_1 = "name: sliding-1\nkind: sliding\nparams: {turns: 1}\n"
 EXIT_WITHIN_S = 30.0
 
 
+def asks(body: object, question: str) -> bool:
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return bool(messages) and messages[-1].get("content") == question
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
-    answered = 0
+    def answer_port_hang_window(body: object) -> Reply:
+        # By the question, not by arrival: concurrent calls arrive in any order.
+        if asks(body, "Which port does the database use?"):
+            return reply("Port 5432, deploys on Tuesday.")
+        return hang()
 
-    def answer_two_then_hang(body: object) -> Reply:
-        nonlocal answered
-        answered += 1
-        return reply("Port 5432, deploys on Tuesday.") if answered <= 2 else hang()
-
-    with FakeOpenAIServer(responder=answer_two_then_hang) as fake:
+    with FakeOpenAIServer(responder=answer_port_hang_window) as fake:
         yield fake
 
 
@@ -70,17 +74,23 @@ def finished_records(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.endswith("}")]
 
 
-# Items run probe by probe, each under every strategy.  One at a time, the
-# first two requests finish `port` under both strategies (the full-context
-# answer doubles as ground truth), and `window[full]` hangs.  Concurrently,
-# the `full` run asks both its probes at once, and `port[sliding-1]` hangs.
-FINISHED = {
-    "1": {("full", "port"), ("sliding-1", "port")},
-    "8": {("full", "port")},
-}
+# The server answers `port` and never answers `window`.  One call at a time,
+# items run probe by probe, each under every strategy: `port` finishes under
+# both strategies (the full-context answer doubles as ground truth), each
+# item reporting as it ends, and `window[full]` hangs.  Concurrently, the
+# first item's batch asks all four at once: the two `port` answers come back
+# while both `window` calls hang, so the `port` items, which never got to
+# report, keep their records all the same.
+FINISHED = {("full", "port"), ("sliding-1", "port")}
+CALLS_IN_FLIGHT = {"1": 3, "8": 4}
 
 
-@pytest.mark.parametrize("concurrency", sorted(FINISHED))
+def answered(tmp_path: Path) -> int:
+    """The answers recorded as cassettes: each is written once its call returns."""
+    return len(list((tmp_path / "reports/cassettes").glob("*.json")))
+
+
+@pytest.mark.parametrize("concurrency", sorted(CALLS_IN_FLIGHT))
 def test_ctrl_c_with_calls_in_flight_exits_promptly_keeping_finished_records(
     tmp_path: Path, server: FakeOpenAIServer, concurrency: str
 ) -> None:
@@ -115,10 +125,10 @@ def test_ctrl_c_with_calls_in_flight_exits_promptly_keeping_finished_records(
             preexec_fn=interruptible,
         )
         try:
-            expected = len(FINISHED[concurrency])
-            wait_for(lambda: len(finished_records(results)) == expected, "the records", proc)
-            # A call is in flight, and will never be answered.
-            wait_for(lambda: len(server.chat_requests) > 2, "a hanging call", proc)
+            wait_for(lambda: answered(tmp_path) == len(FINISHED), "the answers", proc)
+            # The rest are in flight, and will never be answered.
+            calls = CALLS_IN_FLIGHT[concurrency]
+            wait_for(lambda: len(server.chat_requests) == calls, "the hanging calls", proc)
             proc.send_signal(signal.SIGINT)
             started = time.monotonic()
             try:
@@ -133,7 +143,7 @@ def test_ctrl_c_with_calls_in_flight_exits_promptly_keeping_finished_records(
     assert time.monotonic() - started < EXIT_WITHIN_S
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, shown
     records = finished_records(results)
-    assert {(r["strategy"], r["probe"]) for r in records} == FINISHED[concurrency]
+    assert {(r["strategy"], r["probe"]) for r in records} == FINISHED
     assert {(r["verdict"], r["error"]) for r in records} == {("pass", None)}
     assert report.exists(), shown
     assert "KeyboardInterrupt" in shown

@@ -55,7 +55,7 @@ from .survival import fact_survival
 from .sweep import history, planted_facts, sweep_cuts, sweep_probes, trace_at
 from .uncheckable import UncheckableAnswer
 from .window_trace import window_trace
-from .workers import run_jobs
+from .workers import finished_before, run_jobs
 
 RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
 _K = TypeVar("_K")
@@ -204,6 +204,12 @@ class Evaluator:
             ]
         try:
             records = self._evaluate_many(conversation, runs, source)
+        except KeyboardInterrupt as interrupt:
+            # Ctrl-C: the items whose answers had all arrived keep their
+            # records, for the run's end to write (``finished_before_interrupt``).
+            for (name, probe_id), record in getattr(interrupt, "ctxeval_records", {}).items():
+                self._ready[(source, conversation.id, name, probe_id)] = sealed(record)
+            raise
         except Exception as exc:  # a bug past every per-item guard: still one record each
             message = f"evaluating the probe raised {type(exc).__name__}: {exc}"
             records = [
@@ -319,25 +325,34 @@ class Evaluator:
                 truths[("truth", "", item.probe.id, r)] = _asker(
                     self.client, window, context, self.settings.model, _seed(r)
                 )
-        answers = self._run({**jobs, **truths}, self.client)
+        interrupted = None
+        try:
+            answers = self._run({**jobs, **truths}, self.client)
+        except KeyboardInterrupt as interrupt:
+            interrupted, answers = interrupt, finished_before(interrupt)
+        repeats = range(self.settings.repeat)
         for probe_id, truth in new_truths.items():
             if truth.beyond is None:
                 kind, name = ("answer", truth.same_as) if truth.same_as else ("truth", "")
-                truth.answers = [
-                    answers[(kind, name, probe_id, r)] for r in range(self.settings.repeat)
-                ]
+                if any((kind, name, probe_id, r) not in answers for r in repeats):
+                    continue  # interrupted before the ground truth came back
+                truth.answers = [answers[(kind, name, probe_id, r)] for r in repeats]
                 exceeded = next((a for a in truth.answers if a.context_exceeded), None)
                 if exceeded is not None:
                     truth.beyond = f"the full context does not fit the model: {exceeded.error}"
             self._truth[(source, conversation.id, probe_id)] = truth
         finished = []
+        complete = []
         for spec, item in pending:
             if item.window is not None and item.trace is not None:
-                truth = self._truth[(source, conversation.id, item.probe.id)]
-                asked = [
-                    answers[("answer", spec.name, item.probe.id, r)]
-                    for r in range(self.settings.repeat)
-                ]
+                known = self._truth.get((source, conversation.id, item.probe.id))
+                keys = [("answer", spec.name, item.probe.id, r) for r in repeats]
+                if known is None or any(k not in answers for k in keys):
+                    continue  # interrupted before its answers came back
+                truth = known
+                if interrupted is not None and self._needs_judge(item):
+                    continue  # a judgement would be one more call after Ctrl-C
+                asked = [answers[k] for k in keys]
                 try:
                     self._finish(item, asked, truth)
                 except UncheckableAnswer as exc:
@@ -346,8 +361,28 @@ class Evaluator:
                     _failed(item.record, f"scoring raised {type(exc).__name__}: {exc}")
                 else:
                     finished.append((item, asked, truth))
+            complete.append((spec, item))
+        if interrupted is not None:
+            done = {(s.name, i.probe.id): i.record for s, i in complete}
+            interrupted.ctxeval_records = done  # type: ignore[attr-defined]
+            raise interrupted
         self._judge_agreements(finished)
         return [item.record for _, item in pending]
+
+    def _needs_judge(self, item: _Pending) -> bool:
+        probe = item.probe
+        return (
+            self.judge_client is not None
+            and probe.expect is None
+            and probe.constraint_check is None
+        )
+
+    def finished_before_interrupt(
+        self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
+    ) -> ResultRecord | None:
+        """After Ctrl-C: the record of an item that never ran but whose
+        answers had all arrived in an earlier item's batch, if there is one."""
+        return self._ready.pop((source, conversation.id, spec.name, probe.id), None)
 
     def _run(self, jobs: dict[_K, Callable[[], _T]], client: ModelClient) -> dict[_K, _T]:
         return run_jobs(jobs, 1 if client.in_process else self.settings.concurrency)

@@ -6,7 +6,8 @@ in flight, and a server that never answers would keep it alive for good.
 Here the workers are daemon threads that nothing joins: on
 KeyboardInterrupt the waiting thread stops waiting, jobs not yet started
 never start, and calls in flight are abandoned (they end with their socket,
-or with the process).
+or with the process).  The answers that did arrive ride on the interrupt
+(``finished_before``), so the items they complete keep their records.
 """
 
 from __future__ import annotations
@@ -20,14 +21,28 @@ _K = TypeVar("_K", bound=Hashable)
 _T = TypeVar("_T")
 
 
+def finished_before(interrupt: KeyboardInterrupt) -> dict[Any, Any]:
+    """The results of the jobs that had finished when Ctrl-C came (none
+    when it came from outside ``run_jobs``).  They ride on the interrupt
+    itself, so pytest still reports a plain KeyboardInterrupt."""
+    return getattr(interrupt, "ctxeval_finished", {})
+
+
 def run_jobs(jobs: dict[_K, Callable[[], _T]], workers: int) -> dict[_K, _T]:
     """Each job's result by key, with at most ``workers`` jobs running at once.
 
     A job that raises makes this raise the same exception once it is the
     first to finish that way (callers hand in jobs that catch their own
     errors).  With one worker or one job, jobs run in the calling thread."""
+    results: dict[_K, _T] = {}
     if workers <= 1 or len(jobs) <= 1:
-        return {key: job() for key, job in jobs.items()}
+        try:
+            for key, job in jobs.items():
+                results[key] = job()
+        except KeyboardInterrupt as interrupt:
+            interrupt.ctxeval_finished = results  # type: ignore[attr-defined]
+            raise
+        return results
     todo: queue.SimpleQueue[tuple[_K, Callable[[], _T]]] = queue.SimpleQueue()
     for item in jobs.items():
         todo.put(item)
@@ -47,7 +62,6 @@ def run_jobs(jobs: dict[_K, Callable[[], _T]], workers: int) -> dict[_K, _T]:
 
     for n in range(min(workers, len(jobs))):
         threading.Thread(target=work, name=f"ctxeval-model-{n}", daemon=True).start()
-    results: dict[_K, _T] = {}
     try:
         while len(results) < len(jobs):
             # A blocking queue wait: Ctrl-C interrupts it in the main thread.
@@ -55,6 +69,9 @@ def run_jobs(jobs: dict[_K, Callable[[], _T]], workers: int) -> dict[_K, _T]:
             if not ok:
                 raise value
             results[key] = value
+    except KeyboardInterrupt as interrupt:
+        interrupt.ctxeval_finished = dict(results)  # type: ignore[attr-defined]
+        raise
     finally:
         # On an interrupt or a failed job, no queued job starts any more.
         stop.set()
