@@ -19,8 +19,8 @@ from typing import Any, Union
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..evaluate.matching import occurs
 from ..redact import register_scenario_secret
+from ..text import occurs
 from .build import BuildProblem, Conversation, build_conversation, generated_specs
 from .errors import Problem, ScenarioError, ScenarioWarning, closest
 from .generators import estimated_tokens, size_knob
