@@ -21,8 +21,8 @@ from .options import CtxOptions
 if TYPE_CHECKING:
     from .evaluate.runner import Evaluator
     from .gate.run import Gate, GateResult
-    from .report.run_info import RunInfo
     from .results.record import ResultRecord
+    from .results.run_info import RunInfo
     from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
@@ -86,7 +86,7 @@ class CtxSession:
     def run_info(self) -> RunInfo:
         """Controller side: the run's version, commit and start time, found once."""
         if self._run_info is None:
-            from .report.run_info import collect_run_info
+            from .results.run_info import collect_run_info
 
             self._run_info = collect_run_info(
                 self.rootdir,

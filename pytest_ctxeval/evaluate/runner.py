@@ -30,8 +30,8 @@ from ..llm.faults import BREAKER_CALLS
 from ..llm.mock_client import model_client
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
-from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
+from ..results.run_info import strategy_params
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
