@@ -424,7 +424,7 @@ def boom_or_echo(body: dict[str, Any]) -> Reply:
 def test_an_exception_scoring_one_answer_is_that_items_error(
     ctx: CtxProject, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ctxeval.evaluate import runner
+    from pytest_ctxeval.evaluate import finishing
 
     def explodes_on_the_full_answer(
         answer: str | None, expect: Expectation, question: str = ""
@@ -433,7 +433,7 @@ def test_an_exception_scoring_one_answer_is_that_items_error(
             raise MemoryError("no memory left for this answer")
         return check_answer(answer, expect, question)
 
-    monkeypatch.setattr(runner, "check_answer", explodes_on_the_full_answer)
+    monkeypatch.setattr(finishing, "check_answer", explodes_on_the_full_answer)
     server.responder = boom_or_echo
     ctx.scenario("boom", BOOM_YAML)
     ctx.write("strategies/sliding-1.yaml", "name: sliding-1\nkind: sliding\nparams: {turns: 1}\n")
@@ -451,12 +451,12 @@ def test_an_exception_scoring_one_answer_is_that_items_error(
 def test_an_exception_outside_any_one_answer_still_gives_each_item_a_record(
     ctx: CtxProject, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ctxeval.evaluate import runner
+    from pytest_ctxeval.evaluate import preparing
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("fact survival broke")
 
-    monkeypatch.setattr(runner, "fact_survival", broken)
+    monkeypatch.setattr(preparing, "fact_survival", broken)
     ctx.scenario("boom", BOOM_YAML)
     result = run(ctx, server.url, "--ctx-strategy=full")
     records = by_probe(ctx.results())
