@@ -133,6 +133,20 @@ class ScenarioNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         session = self.config.stash[SESSION_KEY]
         strategies = session.strategies
+        from .rollout.script import mode_of, rollout_case
+
+        if mode_of(self.conversation, session.options.mode) == "rollout":  # type: ignore[arg-type]
+            # One live session per strategy, its probes asked as its last turns.
+            case = rollout_case(self.conversation)
+            for spec in strategies:
+                yield ProbeItem.from_parent(
+                    self,
+                    name=f"{case.id}[{spec.name}]",
+                    nodeid=_parametrized_id(self, case.id, spec.name),
+                    probe=case,
+                    spec=spec,
+                )
+            return
         for probe in self._probes(session.options.sweep_every):
             for spec in strategies:
                 yield ProbeItem.from_parent(

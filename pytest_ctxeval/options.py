@@ -61,6 +61,12 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "What fails the run: context_loss, fail (also model misses) or never",
         "context_loss",
     ),
+    "ctx_mode": (
+        "--ctx-mode",
+        "replay (the scenario's scripted turns; a scenario's own 'mode' when unset) or "
+        "rollout (the model writes every assistant turn, beside a full-context shadow)",
+        None,
+    ),
     "ctx_cassettes": (
         "--ctx-cassettes",
         "Directory of recorded real-model responses (cassettes)",
@@ -192,6 +198,10 @@ def _number(
 
 def _fail_on(value: str) -> str:
     return _one_of("--ctx-fail-on", value, FAIL_ON)
+
+
+def _mode(value: str | None) -> str | None:
+    return None if value is None else _one_of("--ctx-mode", value, ("replay", "rollout"))
 
 
 def _record_mode(value: str) -> str:
@@ -389,6 +399,8 @@ class CtxOptions:
     seconds_per_turn: float = 30.0
     # --ctx-tokenizer: the model's own tokenizer file; None = litellm's.
     tokenizer: Path | None = None
+    # --ctx-mode: replay or rollout for every scenario; None = each scenario's own.
+    mode: str | None = None
 
     @property
     def gated(self) -> bool:
@@ -443,6 +455,7 @@ class CtxOptions:
             tokenizer=_tokenizer_file(
                 get("ctx_tokenizer"), invocation if config.getoption("ctx_tokenizer") else root
             ),
+            mode=_mode(get("ctx_mode")),
             **_gate_options(config, get, output_path),
         )
 

@@ -32,6 +32,8 @@ from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
 from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
+from ..rollout.item import RolloutRunner
+from ..rollout.script import RolloutCase
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
@@ -145,6 +147,7 @@ class Evaluator:
     # The selected strategies of each scenario (source, id), in item order.
     _by_scenario: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     _by_scenario_of = -1
+    _rollout_runner: RolloutRunner | None = None
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -172,6 +175,13 @@ class Evaluator:
             breaker_calls=self.settings.breaker_calls,
         )
 
+    def _rollouts(self) -> RolloutRunner:
+        if self._rollout_runner is None:
+            self._rollout_runner = RolloutRunner(
+                self.client, self.settings.model, self.settings.agreement_threshold
+            )
+        return self._rollout_runner
+
     @property
     def stop_reason(self) -> str | None:
         """Why the run should stop here: the model under test (or the judge)
@@ -184,6 +194,8 @@ class Evaluator:
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
     ) -> ResultRecord:
+        if isinstance(probe, RolloutCase):  # rollout mode: its own loop (see rollout/)
+            return sealed(self._rollouts().record(conversation, spec, source))
         run: RunKey = (source, conversation.id, spec.name)
         ready = self._ready.pop((*run, probe.id), None)
         if ready is not None:
