@@ -6,6 +6,7 @@ the bundled 40-turn scenario repeating byte for byte."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,39 @@ def test_rollout_checks_every_turn_and_pairs_each_strategy_with_a_full_shadow(
     diff = sliding["artifact_diff"]
     assert "-import urllib3" in diff and "+import requests" in diff
     assert full["artifact_diff"] is None
-    # The failure report says where the rule lapsed.
+    # The failure report says where the rule lapsed; the summary gives the rates.
     assert "turn 9: no-requests" in text
+    assert "rollouts: constraint violations over the checked turns (the full shadow beside)" in text
+    assert "sliding  violation rate  67% (2/3 turns), first at turn 9 of live  shadow 0%" in text
+    assert "full     violation rate   0% (0/3 turns)  shadow 0%" in text
+
+
+DATA_BLOCK = re.compile(r'<script type="application/json" id="ctx-data">(.*?)</script>', re.S)
+
+
+def test_the_report_draws_each_rollout_turn_by_turn_with_its_artifact_diff_and_ledger(
+    ctx: CtxProject,
+) -> None:
+    ctx.scenario("live", LIVE)
+    ctx.run("--ctx-strategy=full,sliding").assert_outcomes(passed=1, failed=1)
+    html = (ctx.path / "reports" / "ctxeval.html").read_text(encoding="utf-8")
+    found = DATA_BLOCK.search(html)
+    assert found is not None
+    items = {i["strategy"]: i for i in json.loads(found.group(1))["items"]}
+    rollout = items["sliding"]["rollout"]
+    assert rollout["first_violation_turn"] == 9 and rollout["divergence_turn"] == 9
+    assert [row["turn"] for row in rollout["timeline"]] == list(range(1, 13))
+    checked = [row["turn"] for row in rollout["timeline"] if row["checked"]]
+    assert checked == [3, 9, 12]
+    assert rollout["timeline"][8]["broken"] == ["no-requests"]
+    assert "+import requests" in rollout["artifact_diff"]
+    # The rule leaves sliding's window at its 7th request: the ledger says so.
+    assert rollout["ledger"]["no-requests"]["events"] == ["lost at request 7"]
+    assert rollout["ledger"]["no-requests"]["runs"] == [["verbatim", 6], ["gone", 6]]
+    # The script draws these sections for a rollout item.
+    for title in ("Rollout timeline", "Final artifact (full shadow → strategy)", "Fact ledger"):
+        assert title in html
+    assert "rollout" not in items["full"] or items["full"]["rollout"]["artifact_diff"] is None
 
 
 def test_ctx_mode_on_the_command_line_wins_over_the_scenario(ctx: CtxProject) -> None:

@@ -129,6 +129,8 @@ def fill_record(
         checked_turns=ours.checked_turns,
         first_violation_turn=ours.first_violation_turn,
         shadow_violation_rate=theirs.rate,
+        shadow_violating_turns=theirs.violating_turns,
+        shadow_checked_turns=theirs.checked_turns,
         shadow_first_violation_turn=theirs.first_violation_turn,
         divergence_turn=divergence_turn(mine, shadow, threshold, (mine_checks, shadow_checks)),
         artifact_diff=artifact_diff(mine, shadow),
