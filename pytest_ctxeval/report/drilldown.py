@@ -22,8 +22,8 @@ from markupsafe import Markup
 
 from ..results.record import ResultRecord
 from ..show_command import show_command
-from .rollout_view import rollout_view
 from ..textcap import cap_text
+from .rollout_view import rollout_view
 
 # Answers are diffed word by word; past this many characters, only their start.
 DIFF_CHARS = 4_000
