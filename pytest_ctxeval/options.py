@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from .gate.ledger_rules import LedgerRule
     from .gate.rules import Rule
     from .output_paths import OutputPath
 
@@ -387,6 +388,8 @@ class CtxOptions:
     # --ctx-allow-removed: baseline probes that match nothing do not fail the gate.
     allow_removed: bool = False
     fail_if: tuple[Rule, ...] = ()
+    # --ctx-fail-if's fact-ledger rules (``mutated:>0``), checked without a baseline.
+    ledger_rules: tuple[LedgerRule, ...] = ()
     shard: tuple[int, int] | None = None
     summary: Path | None = None
     # --ctx-sweep: ask every probe at every this-many-th user turn too; None = off.
@@ -497,6 +500,15 @@ def _gate_options(
         gate["baseline"] = (
             output_path("ctx_baseline") if baseline else (config.rootpath / DEFAULT_BASELINE)
         )
+    if fail_if:
+        # Fact-ledger rules ("mutated:>0") need no baseline; budget rules do.
+        from .gate.ledger_rules import split_ledger_rules
+
+        try:
+            ledger_rules, fail_if = split_ledger_rules(fail_if)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--ctx-fail-if: {exc}") from None
+        gate["ledger_rules"] = tuple(ledger_rules)
     if fail_if:
         if not baseline or update:
             raise pytest.UsageError(

@@ -267,6 +267,7 @@ class ControllerHooks:
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
+        self.ledger_breaches: list[str] = []  # --ctx-fail-if's fact-ledger rules broken
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -395,6 +396,7 @@ class ControllerHooks:
                 finally:
                     self.written = finishing.result()
         self._gate_exit_status(session)
+        self._ledger_exit_status(session)
         if self.ctx.outputs.losses and session.exitstatus not in _NOT_OVERRIDDEN:
             from .output_loss import OUTPUT_LOST
 
@@ -426,6 +428,18 @@ class ControllerHooks:
         ):
             session.exitstatus = int(result.exit)
 
+    def _ledger_exit_status(self, session: pytest.Session) -> None:
+        """--ctx-fail-if's fact-ledger rules (``mutated:>0``) fail the run."""
+        rules = self.ctx.options.ledger_rules
+        if not rules:
+            return
+        from .gate.exitcodes import GateExit
+        from .gate.ledger_rules import ledger_breaches
+
+        self.ledger_breaches = ledger_breaches(list(rules), self.ctx.records)
+        if self.ledger_breaches and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = int(GateExit.BUDGET)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for loss in self.ctx.outputs.losses:
             terminalreporter.write_line(printable(loss.line()))
@@ -443,5 +457,7 @@ class ControllerHooks:
         if self.ctx.gate_result is not None:
             for line in self.ctx.gate_result.lines():
                 terminalreporter.write_line(printable(line))
+        for line in self.ledger_breaches:
+            terminalreporter.write_line(printable(f"FACT LEDGER  {line}"))
         for what, path in self.written.items():
             terminalreporter.write_line(f"{what}: {path}")

@@ -33,6 +33,7 @@ from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, win
 from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
 from ..rollout.item import RolloutRunner
+from ..rollout.ledger import FactLedger, put_ledger
 from ..rollout.script import RolloutCase
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
@@ -148,6 +149,8 @@ class Evaluator:
     _by_scenario: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     _by_scenario_of = -1
     _rollout_runner: RolloutRunner | None = None
+    # The fact ledger of each run's simulated session (per-request fact states).
+    _ledgers: dict[RunKey, FactLedger] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -434,6 +437,9 @@ class Evaluator:
             message_tokens=partial(message_tokens, model=model),
             tools_tokens=partial(tools_tokens, model=model),
         )
+        ledger = self._ledgers.get((source, conversation.id, spec.name))
+        if ledger is not None and not hasattr(probe, "base_id"):  # a sweep point sees less
+            put_ledger(record, ledger)
         record.fact_survival = fact_survival(
             planted_facts(conversation, probe),
             window,
@@ -583,8 +589,18 @@ class Evaluator:
                     fork_at=sweep_cuts(conversation, self.settings.sweep_every),
                     cache_rules=cache_rules_named(self.settings.cache_model, self.settings.model),
                     seconds_per_request=self.settings.seconds_per_request,
+                    observe=self._ledger_for(key, conversation),
                 )
         return self._traces[key]
+
+    def _ledger_for(self, key: RunKey, conversation: Conversation) -> Any:
+        """The observer that keeps the run's fact ledger (see rollout.ledger);
+        None when the scenario plants no facts."""
+        if not conversation.facts:
+            return None
+        ledger = FactLedger(list(conversation.facts), dict(conversation.coincidental_answers))
+        self._ledgers[key] = ledger
+        return lambda window, compacted: ledger.observe(window, compacted=compacted)
 
 
 def context_window_of(model: str) -> int | None:

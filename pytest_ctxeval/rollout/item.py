@@ -27,7 +27,7 @@ from .checks import (
     turn_agreement,
     violation_stats,
 )
-from .ledger import FactLedger
+from .ledger import FactLedger, put_ledger
 from .loop import Rollout, RolloutSetup, run_rollout
 from .script import ROLLOUT_ID, RolloutScript, rollout_script, rollout_spec
 
@@ -114,8 +114,7 @@ def fill_record(
     record.full_prompt_tokens = shadow.request_tokens[-1] if shadow.request_tokens else 0
     ledger = mine.ledger
     if ledger is not None:
-        extra["fact_ledger"] = ledger.runs
-        extra["compaction_requests"] = ledger.compactions
+        put_ledger(record, ledger)
         # The state after the last request, as fact survival gives it at a probe.
         last: dict[str, Any] = {fact: runs[-1][0] for fact, runs in ledger.runs.items() if runs}
         record.fact_survival = last

@@ -7,15 +7,17 @@ The states are fact survival's (``verbatim``, ``transformed``, ``in_store``,
 the slot followed by another value ("port 8080") and not its own value, the
 way a summary rewrites a number.  Unlike fact survival at a probe, every
 message of the request counts, the last one too: after a request the whole
-window is what the model saw."""
+window is what the model saw (a fact planted in the
+current user message is ``verbatim`` at that request).  A fact spread over
+two messages is not verbatim: each piece is looked for in one text."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
-from ..evaluate.survival import fact_survival
 from ..llm.request_text import message_texts, tools_texts
 from ..llm.text import contains_phrase, normalise
 from ..scenario.build import Fact
@@ -25,7 +27,7 @@ STATES = ("verbatim", "transformed", "mutated", "in_store", "gone")
 # A value is a run of word characters with inner dots, colons, slashes or dashes.
 _VALUE = r"([\w][\w.:/-]*\w|\w)"
 # Words that may stand between a slot and its value ("port is 5432", "port: 5432").
-_LINK = r"(?:\s*(?:is|was|=|:|to|of|at|on|now)\b?\s*)*"
+_LINK = r"(?:\s*(?:(?:is|was|to|of|at|on|now)(?!\w)|[=:])\s*)*"
 
 
 @dataclass
@@ -58,25 +60,73 @@ class FactLedger:
         return sum(1 for runs in self.runs.values() if any(r[0] == state for r in runs))
 
 
+def put_ledger(record: Any, ledger: FactLedger) -> None:
+    """The ledger's record fields: ``fact_ledger`` (per fact, runs of
+    [state, requests]) and ``compaction_requests``; extras, so records of
+    scenarios without facts are unchanged."""
+    record.fact_ledger = {fact: [list(run) for run in runs] for fact, runs in ledger.runs.items()}
+    record.compaction_requests = list(ledger.compactions)
+
+
 def fact_states(
     facts: list[Fact], window: Window, coincidental: dict[str, frozenset[str]] | None = None
 ) -> dict[str, str]:
-    # fact_survival leaves the last message out (the probe): add an empty one.
-    blank = {"role": "user", "content": ""}
-    seen = Window([*window.messages, blank], window.tools, retrievable=window.retrievable)
-    states: dict[str, str] = dict(fact_survival(facts, seen, coincidental=coincidental))
-    visible: str | None = None
+    """Each fact's state in ``window``, every message of it counted.
+
+    Fact survival's rules (see evaluate.survival), worked out once per
+    distinct text and fact list: a session's requests share nearly all their
+    messages, so a ledger over N requests costs about one pass over the
+    session's texts, not N passes over growing windows."""
+    key = tuple(facts)
+    seen: set[tuple[str, int]] = set()
+    texts = [t for m in window.messages for t in message_texts(m)] + tools_texts(window.tools)
+    for text in texts:
+        seen.update(_found(text, key))
+    stored: set[tuple[str, int]] = set()
+    for text in window.retrievable:
+        stored.update(_found(text, key))
+    states: dict[str, str] = {}
     for fact in facts:
-        if fact.slot is None or fact.value is None:
-            continue
-        if states.get(fact.id) in ("verbatim", "transformed"):
-            continue
-        if visible is None:
-            texts = [t for m in window.messages for t in message_texts(m)]
-            visible = normalise("\n".join(texts + tools_texts(window.tools)))
-        if mutated_value(visible, fact.slot, fact.value) is not None:
+        pieces = range(len(fact.pieces()))
+        ignored = coincidental.get(fact.id, frozenset()) if coincidental else frozenset()
+        answers = [-1 - i for i, a in enumerate(fact.answers) if a not in ignored]
+        if all((fact.id, p) in seen for p in pieces):
+            states[fact.id] = "verbatim"
+        elif any((fact.id, a) in seen for a in answers):
+            states[fact.id] = "transformed"
+        elif _slot_mutated(fact, texts):
             states[fact.id] = "mutated"
+        elif all((fact.id, p) in seen or (fact.id, p) in stored for p in pieces) or any(
+            (fact.id, a) in stored for a in answers
+        ):
+            states[fact.id] = "in_store"
+        else:
+            states[fact.id] = "gone"
     return states
+
+
+@lru_cache(maxsize=20_000)
+def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
+    """(fact id, i) for each piece i >= 0 of a fact that ``text`` holds, and
+    (fact id, -1 - j) for each of its answers j that it holds as whole words."""
+    visible = normalise(text)
+    found = set()
+    for fact in facts:
+        for i, piece in enumerate(fact.pieces()):
+            if normalise(piece) in visible:
+                found.add((fact.id, i))
+        for j, answer in enumerate(fact.answers):
+            if contains_phrase(visible, answer):
+                found.add((fact.id, -1 - j))
+    return frozenset(found)
+
+
+def _slot_mutated(fact: Fact, texts: list[str]) -> bool:
+    if fact.slot is None or fact.value is None:
+        return False
+    # Its own value anywhere is no mutation (it was "transformed" or coincidental).
+    visible = normalise("\n".join(texts))
+    return mutated_value(visible, fact.slot, fact.value) is not None
 
 
 def mutated_value(visible: str, slot: str, value: str) -> str | None:
@@ -90,7 +140,7 @@ def mutated_value(visible: str, slot: str, value: str) -> str | None:
 
 @lru_cache(maxsize=256)
 def _pattern(slot: str) -> re.Pattern[str]:
-    return re.compile(r"(?<!\w)" + re.escape(normalise(slot)) + r"(?!\w)" + _LINK + _VALUE)
+    return re.compile(r"(?<!\w)" + re.escape(normalise(slot)) + r"(?!\w)" + _LINK + r"\s*" + _VALUE)
 
 
 def first_change(runs: list[list[str | int]], state: str) -> int | None:
