@@ -14,6 +14,7 @@ two messages is not verbatim: each piece is looked for in one text."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -41,12 +42,28 @@ class FactLedger:
     # 1-based requests whose window the strategy built with its own model call
     # (a summary, a compaction): the events a fact is lost or mutated at.
     compactions: list[int] = field(default_factory=list)
+    # What each message object holds, by id (the object kept, so the id
+    # stays its own): consecutive windows share their message objects, so a
+    # session's ledger reads each message once, not once per request.
+    _held: dict[int, tuple[Any, frozenset[tuple[str, int]]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def observe(self, window: Window, *, compacted: bool = False) -> dict[str, str]:
         self.requests += 1
         if compacted:
             self.compactions.append(self.requests)
-        states = fact_states(self.facts, window, self.coincidental)
+        key = tuple(self.facts)
+        seen: set[tuple[str, int]] = set()
+        for message in window.messages:
+            held = self._held.get(id(message))
+            if held is None or held[0] is not message:
+                found = [_found(t, key) for t in message_texts(message)]
+                held = self._held[id(message)] = (message, frozenset().union(*found))
+            seen.update(held[1])
+        for text in tools_texts(window.tools):
+            seen.update(_found(text, key))
+        states = _states(self.facts, window, seen, self.coincidental, lambda: _texts(window))
         for fact_id, state in states.items():
             runs = self.runs.setdefault(fact_id, [])
             if runs and runs[-1][0] == state:
@@ -79,9 +96,24 @@ def fact_states(
     session's texts, not N passes over growing windows."""
     key = tuple(facts)
     seen: set[tuple[str, int]] = set()
-    texts = [t for m in window.messages for t in message_texts(m)] + tools_texts(window.tools)
+    texts = _texts(window)
     for text in texts:
         seen.update(_found(text, key))
+    return _states(facts, window, seen, coincidental, lambda: texts)
+
+
+def _texts(window: Window) -> list[str]:
+    return [t for m in window.messages for t in message_texts(m)] + tools_texts(window.tools)
+
+
+def _states(
+    facts: list[Fact],
+    window: Window,
+    seen: set[tuple[str, int]],
+    coincidental: dict[str, frozenset[str]] | None,
+    texts: Callable[[], list[str]],
+) -> dict[str, str]:
+    key = tuple(facts)
     stored: set[tuple[str, int]] = set()
     for text in window.retrievable:
         stored.update(_found(text, key))
@@ -113,19 +145,25 @@ def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
     found = set()
     for fact in facts:
         for i, piece in enumerate(fact.pieces()):
-            if normalise(piece) in visible:
+            if _normalised(piece) in visible:
                 found.add((fact.id, i))
         for j, answer in enumerate(fact.answers):
-            if contains_phrase(visible, answer):
+            # The substring test first: the whole-word regex is far slower.
+            if _normalised(answer) in visible and contains_phrase(visible, answer):
                 found.add((fact.id, -1 - j))
     return frozenset(found)
 
 
-def _slot_mutated(fact: Fact, texts: list[str]) -> bool:
+@lru_cache(maxsize=4096)
+def _normalised(text: str) -> str:
+    return normalise(text)
+
+
+def _slot_mutated(fact: Fact, texts: Callable[[], list[str]]) -> bool:
     if fact.slot is None or fact.value is None:
         return False
     # Its own value anywhere is no mutation (it was "transformed" or coincidental).
-    visible = normalise("\n".join(texts))
+    visible = normalise("\n".join(texts()))
     return mutated_value(visible, fact.slot, fact.value) is not None
 
 
