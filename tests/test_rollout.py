@@ -368,3 +368,41 @@ def test_a_recorded_rollout_replays_with_zero_calls(
     replayed = [_strip_run(r) for r in ctx.results("again.jsonl")]
     assert json.dumps(replayed, sort_keys=True) == json.dumps(recorded, sort_keys=True)
     assert by_strategy(replayed)["sliding"]["first_violation_turn"] == 9
+
+
+PLACED = """
+    id: placed
+    mode: rollout
+    turns:
+      - user: The staging database listens on port 5432.
+    rollout:
+      probe_turns: {port: 2}
+      user:
+        - Thanks.
+        - Good.
+    probes:
+      - id: port
+        user: Which port does the staging database listen on?
+        expect: {contains: "5432"}
+      - {id: last, user: "Anything else?"}
+"""
+
+
+def test_a_probe_can_be_asked_at_any_turn_of_the_rollout(ctx: CtxProject) -> None:
+    ctx.scenario("placed", PLACED)
+    ctx.run("--ctx-strategy=full").assert_outcomes(passed=1)
+    (record,) = ctx.results()
+    timeline = {row["turn"]: row for row in record["rollout_timeline"]}
+    assert record["rollout_turns"] == 5
+    assert timeline[2]["checked"] == ["probe:port"] and timeline[2]["broken"] == []
+    assert all(not timeline[t]["checked"] for t in (1, 3, 4, 5))
+
+
+def test_probe_turns_naming_no_probe_is_one_located_error(ctx: CtxProject) -> None:
+    ctx.scenario("placed", PLACED.replace("probe_turns: {port: 2}", "probe_turns: {prot: 2}"))
+    result = ctx.run("--ctx-strategy=full")
+    assert (
+        "rollout.probe_turns.prot: probe_turns names probe 'prot'; known probes: last, port; "
+        "did you mean 'port'?"
+    ) in output(result)
+    assert_no_traceback(result)

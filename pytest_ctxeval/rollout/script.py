@@ -2,7 +2,8 @@
 
 The scenario's own user messages come first (constraints and needles are
 planted in them), then the ``rollout.user`` follow-ups, then each probe's
-question, scored against its expectation on that turn.  Scripted assistant
+question, scored against its expectation on that turn (``rollout.probe_turns``
+puts a probe at any turn instead; a turn past the end is the last).  Scripted assistant
 messages and tool outputs are left out: in a rollout the model writes
 those turns itself."""
 
@@ -65,7 +66,16 @@ def rollout_script(conversation: Conversation) -> RolloutScript:
             turns.append(UserTurn(content_text(message), new_chat=chat_begins and bool(turns)))
             chat_begins = False
     turns.extend(UserTurn(text) for text in spec.user)
-    turns.extend(UserTurn(probe.question, probe=probe) for probe in conversation.probes)
+    placed = sorted(
+        (spec.probe_turns[p.id], i, p)
+        for i, p in enumerate(conversation.probes)
+        if p.id in spec.probe_turns
+    )
+    turns.extend(
+        UserTurn(p.question, probe=p) for p in conversation.probes if p.id not in spec.probe_turns
+    )
+    for turn, _, probe in placed:  # earliest first: each lands at its own turn
+        turns.insert(min(turn, len(turns) + 1) - 1, UserTurn(probe.question, probe=probe))
     if len(turns) > spec.max_turns:
         raise ValueError(
             f"the rollout has {len(turns)} user turns, more than its max_turns "

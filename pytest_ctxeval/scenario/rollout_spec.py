@@ -73,6 +73,11 @@ class RolloutSpec(_Strict):
         "arrives, after the user turns of 'turns'",
     )
     tools: list[ToolStub] = Field(default_factory=list, description="tools the model may call")
+    probe_turns: dict[str, int] = Field(
+        default_factory=dict,
+        description="probe id -> the user turn (1-based) it is asked as; the other probes "
+        "come after the script",
+    )
     max_turns: int = Field(
         default=DEFAULT_MAX_TURNS,
         ge=1,
@@ -92,4 +97,7 @@ class RolloutSpec(_Strict):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"tool stub names must be distinct; given twice: {', '.join(twice)}")
+        for probe, turn in self.probe_turns.items():
+            if turn < 1:
+                raise ValueError(f"probe_turns: {probe}: turn {turn}; expected a turn >= 1")
         return self

@@ -411,6 +411,15 @@ class Scenario(Strict):
                         (kind, i, "id"), f"duplicate {kind[:-1]} id {item.id!r}"
                     )
                 seen.add(item.id)
+        if self.rollout is not None:  # a rollout may ask a probe at any turn
+            probes = {p.id for p in self.probes}
+            for name in self.rollout.probe_turns:
+                if name not in probes:
+                    raise LocatedValueError(
+                        ("rollout", "probe_turns", name),
+                        f"probe_turns names probe {name!r}; known probes: "
+                        f"{', '.join(sorted(probes))}" + _guess(name, probes),
+                    )
         needles = {n.id: n for n in self.needles}
         constraints = {c.id for c in self.constraints}
         for i, probe in enumerate(self.probes):
