@@ -60,12 +60,15 @@ def by_strategy(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in records}
 
 
-@pytest.mark.parametrize("xdist", list(XDIST_MODES))
+MODES = {**XDIST_MODES, "no-xdist-plugin": ("-p", "no:xdist")}
+
+
+@pytest.mark.parametrize("xdist", list(MODES))
 def test_rollout_checks_every_turn_and_pairs_each_strategy_with_a_full_shadow(
     ctx: CtxProject, xdist: str
 ) -> None:
     ctx.scenario("live", LIVE)
-    result = ctx.run("--ctx-strategy=full,sliding", *XDIST_MODES[xdist])
+    result = ctx.run("--ctx-strategy=full,sliding", *MODES[xdist])
     assert_no_traceback(result)
     result.assert_outcomes(passed=1, failed=1)
     text = output(result)
@@ -406,3 +409,49 @@ def test_probe_turns_naming_no_probe_is_one_located_error(ctx: CtxProject) -> No
         "did you mean 'port'?"
     ) in output(result)
     assert_no_traceback(result)
+
+
+def test_tools_of_a_scripted_session_are_answered_with_its_recorded_outputs(
+    ctx: CtxProject,
+) -> None:
+    ctx.scenario(
+        "traced",
+        """
+        id: traced
+        turns:
+          - user: Show the failing test.
+          - assistant: null
+            tool_calls: [{name: run_tests, args: {path: tests/a.py}}]
+          - tool: {name: run_tests, args: {path: tests/a.py}, output: "a: 1 failed"}
+          - assistant: One test fails.
+          - user: And the other file?
+          - assistant: null
+            tool_calls: [{name: run_tests, args: {path: tests/b.py}}]
+          - tool: {name: run_tests, args: {path: tests/b.py}, output: "b: 3 passed"}
+          - assistant: They pass.
+        probes:
+          - {id: p, user: "Done?"}
+        """,
+    )
+
+    def responder(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]
+        if last["role"] == "user" and last["content"] == "And the other file?":
+            return tool_call_reply("run_tests", '{"path": "tests/b.py"}', call_id="b")
+        if last["role"] == "user" and last["content"] == "Done?":
+            return tool_call_reply("run_tests", '{"path": "tests/zzz.py"}', call_id="z")
+        return reply("Ok.")
+
+    with FakeOpenAIServer(responder=responder) as server:
+        result = ctx.run("--ctx-strategy=full", "--ctx-mode=rollout", *_real_args(server.url))
+        result.assert_outcomes(passed=1)
+        answered = {
+            m["tool_call_id"]: m["content"]
+            for r in server.chat_requests
+            for m in r.body["messages"]
+            if m["role"] == "tool"
+        }
+        offered = {t["function"]["name"] for t in server.chat_requests[0].body["tools"]}
+    assert offered == {"run_tests"}
+    # The same arguments get their own output; others the next one recorded.
+    assert answered == {"b": "b: 3 passed", "z": "a: 1 failed"}

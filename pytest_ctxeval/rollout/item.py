@@ -30,6 +30,7 @@ from .checks import (
 from .ledger import FactLedger, put_ledger
 from .loop import Rollout, RolloutSetup, run_rollout
 from .script import ROLLOUT_ID, RolloutScript, rollout_script, rollout_spec
+from .stubs import recorded_outputs
 
 SHADOW = "full"
 
@@ -81,7 +82,12 @@ class RolloutRunner:
     ) -> Rollout:
         settings = rollout_spec(conversation)
         setup = RolloutSetup(
-            self.client, self.model, conversation.id, list(settings.tools), settings.max_tool_rounds
+            self.client,
+            self.model,
+            conversation.id,
+            list(settings.tools),
+            settings.max_tool_rounds,
+            recorded_outputs(conversation.messages),
         )
         ledger = FactLedger(list(conversation.facts), dict(conversation.coincidental_answers))
         try:

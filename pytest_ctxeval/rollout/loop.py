@@ -22,7 +22,7 @@ from ..llm.tokens import count_text_tokens, window_tokens
 from ..strategies.base import ContextStrategy, Message, Window
 from .ledger import FactLedger
 from .script import RolloutScript
-from .stubs import ToolStubs
+from .stubs import Recorded, ToolStubs
 
 
 @dataclass
@@ -60,6 +60,8 @@ class RolloutSetup:
     scenario: str
     stubs: list[Any]  # the scenario's ToolStub specs
     max_tool_rounds: int
+    # The tool outputs the scenario's own session recorded (see stubs).
+    recorded: list[Recorded] = field(default_factory=list)
 
 
 def run_rollout(
@@ -77,7 +79,7 @@ def run_rollout(
         context = CallContext(setup.scenario, name, "rollout", "strategy call in the rollout")
         with call_context(context):
             init(counter.context(lambda text: count_text_tokens(text, setup.model)))
-    stubs = ToolStubs(setup.stubs)
+    stubs = ToolStubs(setup.stubs, setup.recorded)
     if script.system:
         strategy.add({"role": "system", "content": script.system})
     try:

@@ -4,28 +4,46 @@ scenario (a fixed output, or outputs keyed by one argument's value); a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..messages import content_text
 from ..scenario.rollout_spec import ToolStub
+
+# A recorded tool call: (tool name, its arguments as sorted JSON, the output).
+Recorded = tuple[str, str, str]
 
 
 class ToolStubs:
-    """One rollout's stubs: fresh per rollout, since written files are state."""
+    """One rollout's stubs: fresh per rollout, since written files are state.
 
-    def __init__(self, stubs: list[ToolStub]) -> None:
+    ``recorded``: the tool outputs of the scenario's own session (an imported
+    trace's, say).  A tool the scenario calls but declares no stub for is
+    offered too, and answered from them: the output recorded for the same
+    arguments, else the tool's next recorded output in order, else its last."""
+
+    def __init__(self, stubs: list[ToolStub], recorded: list[Recorded] | None = None) -> None:
         self._stubs = {stub.name: stub for stub in stubs}
         self.files: dict[str, str] = {}
+        self._recorded: dict[str, list[tuple[str, str]]] = {}
+        for name, args, output in recorded or []:
+            if name not in self._stubs:
+                self._recorded.setdefault(name, []).append((args, output))
+        self._next: dict[str, int] = {}
 
     @property
     def names(self) -> set[str]:
-        return set(self._stubs)
+        return set(self._stubs) | set(self._recorded)
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return [_definition(stub) for stub in self._stubs.values()]
+        recorded = [_recorded_definition(name) for name in sorted(self._recorded)]
+        return [_definition(stub) for stub in self._stubs.values()] + recorded
 
     def answer(self, name: str, args: dict[str, Any]) -> str:
         stub = self._stubs.get(name)
+        if stub is None and name in self._recorded:
+            return self._replay(name, args)
         if stub is None:
             return f"error: no tool named {name!r} is offered"
         if stub.writes:
@@ -45,6 +63,43 @@ class ToolStubs:
             known = ", ".join(sorted(stub.outputs))
             return f"error: {name}: no output for {stub.key}={value!r}; known: {known}"
         return stub.output or ""
+
+    def _replay(self, name: str, args: dict[str, Any]) -> str:
+        calls = self._recorded[name]
+        wanted = json.dumps(args, sort_keys=True)
+        same = next((output for given, output in calls if given == wanted), None)
+        if same is not None:
+            return same
+        at = self._next.get(name, 0)
+        self._next[name] = at + 1
+        return calls[min(at, len(calls) - 1)][1]
+
+
+def recorded_outputs(messages: list[dict[str, Any]]) -> list[Recorded]:
+    """Each tool result of a session with the call it answers."""
+    calls: dict[str, tuple[str, str]] = {}
+    found: list[Recorded] = []
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            try:
+                args = json.dumps(json.loads(function.get("arguments") or "{}"), sort_keys=True)
+            except ValueError:
+                args = str(function.get("arguments"))
+            calls[str(call.get("id"))] = (str(function.get("name")), args)
+        if message.get("role") == "tool":
+            name, args = calls.get(str(message.get("tool_call_id")), (message.get("name"), "{}"))
+            found.append((str(name), args, content_text(message)))
+    return found
+
+
+def _recorded_definition(name: str) -> dict[str, Any]:
+    description = f"The {name} tool (answered with the outputs the scenario recorded)."
+    parameters = {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
 
 
 def _definition(stub: ToolStub) -> dict[str, Any]:
