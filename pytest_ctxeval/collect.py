@@ -133,7 +133,7 @@ class ScenarioNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         session = self.config.stash[SESSION_KEY]
         strategies = session.strategies
-        from .rollout.script import mode_of, rollout_case
+        from .evaluate.rollout.script import mode_of, rollout_case
 
         if mode_of(self.conversation, session.options.mode) == "rollout":  # type: ignore[arg-type]
             # One live session per strategy, its probes asked as its last turns.

@@ -14,7 +14,7 @@ import pytest
 from conftest import CtxProject, assert_no_traceback, output
 from fake_openai_server import closed_port_url
 
-from pytest_ctxeval.rollout.ledger import FactLedger, fact_states
+from pytest_ctxeval.evaluate.ledger import FactLedger, fact_states
 from pytest_ctxeval.scenario.build import Fact
 from pytest_ctxeval.strategies.base import Window
 

@@ -32,9 +32,6 @@ from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
 from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
-from ..rollout.item import RolloutRunner
-from ..rollout.ledger import FactLedger, put_ledger
-from ..rollout.script import RolloutCase
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
@@ -49,8 +46,11 @@ from .items import new_record as _new_record
 from .items import recording as _recording
 from .items import seed as _seed
 from .judge import JudgeResult
+from .ledger import FactLedger, put_ledger
 from .outcome import Rates, classify, verdict_of
 from .probe import ProbeAnswer
+from .rollout.item import RolloutRunner
+from .rollout.script import RolloutCase
 from .scoring import check_answer
 from .session_costs import cache_rules_named, fill_session_fields, probe_cached_cost_usd
 from .simulate import SessionTrace, simulate
@@ -197,7 +197,7 @@ class Evaluator:
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
     ) -> ResultRecord:
-        if isinstance(probe, RolloutCase):  # rollout mode: its own loop (see rollout/)
+        if isinstance(probe, RolloutCase):  # rollout mode: its own loop (see evaluate/rollout/)
             return sealed(self._rollouts().record(conversation, spec, source))
         run: RunKey = (source, conversation.id, spec.name)
         ready = self._ready.pop((*run, probe.id), None)
@@ -594,7 +594,7 @@ class Evaluator:
         return self._traces[key]
 
     def _ledger_for(self, key: RunKey, conversation: Conversation) -> Any:
-        """The observer that keeps the run's fact ledger (see rollout.ledger);
+        """The observer that keeps the run's fact ledger (see evaluate.ledger);
         None when the scenario plants no facts."""
         if not conversation.facts:
             return None

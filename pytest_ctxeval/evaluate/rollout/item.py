@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm.client import ModelClient
-from ..llm.tokens import tokenizer_name
-from ..report.run_info import plain, strategy_params
-from ..results.record import ResultRecord
-from ..scenario.build import Conversation
-from ..strategies.registry import StrategySpec, resolve
+from ...llm.client import ModelClient
+from ...llm.tokens import tokenizer_name
+from ...report.run_info import plain, strategy_params
+from ...results.record import ResultRecord
+from ...scenario.build import Conversation
+from ...strategies.registry import StrategySpec, resolve
+from ..ledger import FactLedger, put_ledger
 from .checks import (
     TurnChecks,
     artifact_diff,
@@ -27,7 +28,6 @@ from .checks import (
     turn_agreement,
     violation_stats,
 )
-from .ledger import FactLedger, put_ledger
 from .loop import Rollout, RolloutSetup, run_rollout
 from .script import ROLLOUT_ID, RolloutScript, rollout_script, rollout_spec
 from .stubs import recorded_outputs

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..messages import content_text
-from ..scenario.rollout_spec import ToolStub
+from ...messages import content_text
+from ...scenario.rollout_spec import ToolStub
 
 # A recorded tool call: (tool name, its arguments as sorted JSON, the output).
 Recorded = tuple[str, str, str]

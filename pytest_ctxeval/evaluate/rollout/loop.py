@@ -14,13 +14,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluate.probe import MAX_TOOL_CALLS_PER_PROBE, unusable_answer
-from ..evaluate.simulate import SessionTrace, StrategyCallCounter, copy_message
-from ..llm.cassettes import CallContext, call_context
-from ..llm.client import ModelClient, ModelError
-from ..llm.tokens import count_text_tokens, window_tokens
-from ..strategies.base import ContextStrategy, Message, Window
-from .ledger import FactLedger
+from ...llm.cassettes import CallContext, call_context
+from ...llm.client import ModelClient, ModelError
+from ...llm.tokens import count_text_tokens, window_tokens
+from ...strategies.base import ContextStrategy, Message, Window
+from ..ledger import FactLedger
+from ..probe import MAX_TOOL_CALLS_PER_PROBE, unusable_answer
+from ..simulate import SessionTrace, StrategyCallCounter, copy_message
 from .script import RolloutScript
 from .stubs import Recorded, ToolStubs
 

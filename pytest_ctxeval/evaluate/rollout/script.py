@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..llm.text import normalise
-from ..messages import content_text
-from ..scenario.build import Conversation, ProbeCase
-from ..scenario.rollout_spec import Mode, RolloutSpec
+from ...llm.text import normalise
+from ...messages import content_text
+from ...scenario.build import Conversation, ProbeCase
+from ...scenario.rollout_spec import Mode, RolloutSpec
 
 # The item id of a scenario's rollout: ``scenario::rollout[strategy]``.
 ROLLOUT_ID = "rollout"

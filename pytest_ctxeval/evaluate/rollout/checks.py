@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from ..evaluate.scoring import agreement, check_answer
-from ..evaluate.uncheckable import UncheckableAnswer
-from ..scenario.build import Conversation
-from ..scenario.schema import Expectation
+from ...scenario.build import Conversation
+from ...scenario.schema import Expectation
+from ..scoring import agreement, check_answer
+from ..uncheckable import UncheckableAnswer
 from .loop import Rollout, TurnRecord
 from .script import RolloutScript
 

@@ -3,5 +3,5 @@ assistant turn (user turns scripted, tools answered by stubs), each paired
 with a ``full`` shadow on the same user turns, checked turn by turn against
 the constraints in force, with the facts tracked request by request.
 
-The evaluator calls in through ``item.RolloutRunner`` only; nothing here
+The evaluator calls in through ``evaluate.rollout.item.RolloutRunner`` only; nothing here
 imports the pytest wiring."""
