@@ -349,6 +349,9 @@ def format_failure(record: ResultRecord) -> str:
         lines.append(f"failed check:        {check}")
     lines.append(f"strategy answer:     {_quote(record.answer)}")
     lines.append(f"full-context answer: {_quote(record.ground_truth_answer)}")
+    from .report.rollout_summary import rollout_failure_lines
+
+    lines.extend(rollout_failure_lines(record))
     if record.fact_survival:
         facts = ", ".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
         lines.append(f"fact survival:       {facts}")

@@ -97,6 +97,11 @@ def test_rollout_checks_every_turn_and_pairs_each_strategy_with_a_full_shadow(
     assert full["artifact_diff"] is None
     # The failure report says where the rule lapsed; the summary gives the rates.
     assert "turn 9: no-requests" in text
+    assert (
+        "rollout:             12 turns, violation rate 67% (2/3 turns), first at turn 9; "
+        "full shadow 0%; diverged at turn 9"
+    ) in text
+    assert "artifact:            differs from the shadow's" in text
     assert "rollouts: constraint violations over the checked turns (the full shadow beside)" in text
     assert "sliding  violation rate  67% (2/3 turns), first at turn 9 of live  shadow 0%" in text
     assert "full     violation rate   0% (0/3 turns)  shadow 0%" in text
