@@ -181,7 +181,10 @@ class Evaluator:
     def _rollouts(self) -> RolloutRunner:
         if self._rollout_runner is None:
             self._rollout_runner = RolloutRunner(
-                self.client, self.settings.model, self.settings.agreement_threshold
+                self.client,
+                self.settings.model,
+                self.settings.agreement_threshold,
+                self.judge_client,
             )
         return self._rollout_runner
 

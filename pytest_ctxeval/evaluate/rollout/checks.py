@@ -13,6 +13,7 @@ followed by the files it wrote."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...scenario.build import Conversation
@@ -108,23 +109,32 @@ def violation_stats(checks: list[TurnChecks]) -> ViolationStats:
     return ViolationStats(len(checked), len(broken), first)
 
 
+# Decides whether two turns agree: (user turn, strategy's, shadow's) -> agrees.
+Judge = Callable[[str, str, str], bool]
+
+
 def divergence_turn(
     strategy: Rollout,
     shadow: Rollout,
     threshold: float,
     checks: tuple[list[TurnChecks], list[TurnChecks]] = ([], []),
+    judge: tuple[RolloutScript, Judge] | None = None,
 ) -> int | None:
     """The first turn whose answers (and files written) agree less than
-    ``threshold`` by token F1, or where one side broke a check the other
-    kept (two programs that differ in one import agree well by words);
-    None when every shared turn agrees."""
+    ``threshold`` by token F1 (or that ``judge`` says disagree), or where one
+    side broke a check the other kept (two programs that differ in one
+    import agree well by words); None when every shared turn agrees."""
     broken = [{c.turn: sorted(c.broken) for c in side} for side in checks]
     for mine, theirs in zip(strategy.turns, shadow.turns, strict=False):
         if mine.answer is None or theirs.answer is None:
             return mine.turn if (mine.answer is None) != (theirs.answer is None) else None
         if broken[0].get(mine.turn, []) != broken[1].get(mine.turn, []):
             return mine.turn
-        if agreement(turn_text(mine), turn_text(theirs)) < threshold:
+        ours, others = turn_text(mine), turn_text(theirs)
+        if judge is not None:
+            if ours != others and not judge[1](judge[0].turns[mine.turn - 1].text, ours, others):
+                return mine.turn
+        elif agreement(ours, others) < threshold:
             return mine.turn
     return None
 

@@ -19,8 +19,10 @@ from ...report.run_info import plain, strategy_params
 from ...results.record import ResultRecord
 from ...scenario.build import Conversation
 from ...strategies.registry import StrategySpec, resolve
+from ..agreement import ask_judge
 from ..ledger import FactLedger, put_ledger
 from .checks import (
+    Judge,
     TurnChecks,
     artifact_diff,
     check_rollout,
@@ -40,6 +42,8 @@ class RolloutRunner:
     client: ModelClient
     model: str
     agreement_threshold: float = 0.6
+    # --ctx-judge: decides where a rollout diverges from its shadow, instead of token F1.
+    judge_client: ModelClient | None = None
     _shadows: dict[tuple[str, str], Rollout] = field(default_factory=dict)
 
     def record(self, conversation: Conversation, spec: StrategySpec, source: str) -> ResultRecord:
@@ -74,8 +78,29 @@ class RolloutRunner:
             record.strategy_params = strategy_params(spec, spec.create())
         except Exception:  # its rollout already reported what the strategy raised
             pass
-        fill_record(record, conversation, script, mine, shadow, self.agreement_threshold)
+        fill_record(
+            record,
+            conversation,
+            script,
+            mine,
+            shadow,
+            self.agreement_threshold,
+            self._judge(record),
+        )
         return record
+
+    def _judge(self, record: ResultRecord) -> Judge | None:
+        judge = self.judge_client
+        if judge is None:
+            return None
+
+        def agrees(question: str, answer: str, reference: str) -> bool:
+            result = ask_judge(judge, record, question, answer, reference)
+            record.llm_calls += 1
+            record.cost_usd += result.cost_usd
+            return result.agrees or result.error is not None  # no verdict is no divergence
+
+        return agrees
 
     def _run(
         self, conversation: Conversation, script: RolloutScript, spec: StrategySpec
@@ -104,6 +129,7 @@ def fill_record(
     mine: Rollout,
     shadow: Rollout,
     threshold: float,
+    judge: Judge | None = None,
 ) -> None:
     extra: dict[str, Any] = {}
     record.answer = _last_answer(mine)
@@ -137,7 +163,13 @@ def fill_record(
         shadow_violating_turns=theirs.violating_turns,
         shadow_checked_turns=theirs.checked_turns,
         shadow_first_violation_turn=theirs.first_violation_turn,
-        divergence_turn=divergence_turn(mine, shadow, threshold, (mine_checks, shadow_checks)),
+        divergence_turn=divergence_turn(
+            mine,
+            shadow,
+            threshold,
+            (mine_checks, shadow_checks),
+            (script, judge) if judge is not None else None,
+        ),
         artifact_diff=artifact_diff(mine, shadow),
         artifact_files=sorted(mine.files),
         rollout_timeline=timeline(mine_checks, shadow_checks, turn_agreement(mine, shadow)),
