@@ -15,8 +15,8 @@ from typing import Any
 
 from ...llm.client import ModelClient
 from ...llm.tokens import tokenizer_name
-from ...report.run_info import plain, strategy_params
 from ...results.record import ResultRecord
+from ...results.run_info import plain, strategy_params
 from ...scenario.build import Conversation
 from ...strategies.registry import StrategySpec, resolve
 from ..agreement import ask_judge

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ...llm.text import normalise
 from ...messages import content_text
 from ...scenario.build import Conversation, ProbeCase
-from ...scenario.rollout_spec import Mode, RolloutSpec
+from ...scenario.rollout_spec import RolloutSpec
 
 # The item id of a scenario's rollout: ``scenario::rollout[strategy]``.
 ROLLOUT_ID = "rollout"
@@ -46,9 +46,14 @@ def rollout_case(conversation: Conversation) -> RolloutCase:
     return RolloutCase(ROLLOUT_ID, last, None)
 
 
-def mode_of(conversation: Conversation, option: Mode | None) -> Mode:
+def mode_of(conversation: Conversation, option: str | None) -> str:
     """``--ctx-mode`` wins; then the scenario's ``mode``; replay by default."""
     return option or conversation.scenario.mode or "replay"
+
+
+def rollout_cases(conversation: Conversation, option: str | None) -> list[ProbeCase] | None:
+    """The items of a scenario in rollout mode (one); None in replay mode."""
+    return [rollout_case(conversation)] if mode_of(conversation, option) == "rollout" else None
 
 
 def rollout_spec(conversation: Conversation) -> RolloutSpec:
