@@ -500,15 +500,10 @@ def _gate_options(
         gate["baseline"] = (
             output_path("ctx_baseline") if baseline else (config.rootpath / DEFAULT_BASELINE)
         )
-    if fail_if:
-        # Fact-ledger rules ("mutated:>0") need no baseline; budget rules do.
-        from .gate.ledger_rules import split_ledger_rules
+    if fail_if:  # fact-ledger rules ("mutated:>0") need no baseline; budget rules do
+        from .gate.ledger_rules import usage_split
 
-        try:
-            ledger_rules, fail_if = split_ledger_rules(fail_if)
-        except ValueError as exc:
-            raise pytest.UsageError(f"--ctx-fail-if: {exc}") from None
-        gate["ledger_rules"] = tuple(ledger_rules)
+        gate["ledger_rules"], fail_if = usage_split(fail_if)
     if fail_if:
         if not baseline or update:
             raise pytest.UsageError(

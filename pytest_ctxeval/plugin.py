@@ -401,7 +401,12 @@ class ControllerHooks:
                 finally:
                     self.written = finishing.result()
         self._gate_exit_status(session)
-        self._ledger_exit_status(session)
+        if self.ctx.options.ledger_rules:  # --ctx-fail-if=mutated:>0 and the like
+            from .gate.ledger_rules import ledger_exit
+
+            self.ledger_breaches, session.exitstatus = ledger_exit(
+                self.ctx.options.ledger_rules, self.ctx.records, session.exitstatus
+            )
         if self.ctx.outputs.losses and session.exitstatus not in _NOT_OVERRIDDEN:
             from .output_loss import OUTPUT_LOST
 
@@ -432,18 +437,6 @@ class ControllerHooks:
             and not self.other_failures
         ):
             session.exitstatus = int(result.exit)
-
-    def _ledger_exit_status(self, session: pytest.Session) -> None:
-        """--ctx-fail-if's fact-ledger rules (``mutated:>0``) fail the run."""
-        rules = self.ctx.options.ledger_rules
-        if not rules:
-            return
-        from .gate.exitcodes import GateExit
-        from .gate.ledger_rules import ledger_breaches
-
-        self.ledger_breaches = ledger_breaches(list(rules), self.ctx.records)
-        if self.ledger_breaches and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = int(GateExit.BUDGET)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for loss in self.ctx.outputs.losses:

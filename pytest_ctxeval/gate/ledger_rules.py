@@ -6,6 +6,7 @@ only, so unlike the budget rules they need no baseline."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,17 @@ def split_ledger_rules(text: str) -> tuple[list[LedgerRule], str]:
     return rules, ",".join(rest)
 
 
+def usage_split(text: str) -> tuple[tuple[LedgerRule, ...], str]:
+    """``split_ledger_rules`` for ``--ctx-fail-if``: a bad rule is a usage error."""
+    import pytest
+
+    try:
+        rules, rest = split_ledger_rules(text)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--ctx-fail-if: {exc}") from None
+    return tuple(rules), rest
+
+
 def ledger_breaches(rules: list[LedgerRule], records: list[ResultRecord]) -> list[str]:
     """One line per broken rule and strategy, naming the facts."""
     lines = []
@@ -67,6 +79,17 @@ def ledger_breaches(rules: list[LedgerRule], records: list[ResultRecord]) -> lis
                     f"[--ctx-fail-if {rule.text}]"
                 )
     return lines
+
+
+def ledger_exit(
+    rules: Sequence[LedgerRule], records: list[ResultRecord], status: int
+) -> tuple[list[str], int]:
+    """The broken rules, and the run's exit status: a passing run with one
+    broken fails as a broken budget rule does (exit code 6)."""
+    from .exitcodes import GateExit
+
+    breaches = ledger_breaches(list(rules), records)
+    return breaches, (int(GateExit.BUDGET) if breaches and status == 0 else status)
 
 
 def _first(runs: list[Any], state: str) -> int | None:
