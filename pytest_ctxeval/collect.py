@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .report.rollout_text import rollout_failure_lines
 from .report.terminal_text import printable
 from .session import SESSION_KEY
 
@@ -133,7 +134,10 @@ class ScenarioNode(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         session = self.config.stash[SESSION_KEY]
         strategies = session.strategies
-        for probe in self._probes(session.options.sweep_every):
+        from .evaluate.rollout.script import rollout_cases  # rollout: one item per strategy
+
+        cases = rollout_cases(self.conversation, session.options.mode)
+        for probe in self._probes(session.options.sweep_every) if cases is None else cases:
             for spec in strategies:
                 yield ProbeItem.from_parent(
                     self,
@@ -335,6 +339,7 @@ def format_failure(record: ResultRecord) -> str:
         lines.append(f"failed check:        {check}")
     lines.append(f"strategy answer:     {_quote(record.answer)}")
     lines.append(f"full-context answer: {_quote(record.ground_truth_answer)}")
+    lines += rollout_failure_lines(record)
     if record.fact_survival:
         facts = ", ".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
         lines.append(f"fact survival:       {facts}")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 
 if TYPE_CHECKING:
+    from .gate.ledger_rules import LedgerRule
     from .gate.rules import Rule
     from .output_paths import OutputPath
 
@@ -60,6 +61,12 @@ _OPTIONS: dict[str, tuple[str, str, str | None]] = {
         "--ctx-fail-on",
         "What fails the run: context_loss, fail (also model misses) or never",
         "context_loss",
+    ),
+    "ctx_mode": (
+        "--ctx-mode",
+        "replay (the scenario's scripted turns; a scenario's own 'mode' when unset) or "
+        "rollout (the model writes every assistant turn, beside a full-context shadow)",
+        None,
     ),
     "ctx_cassettes": (
         "--ctx-cassettes",
@@ -192,6 +199,10 @@ def _number(
 
 def _fail_on(value: str) -> str:
     return _one_of("--ctx-fail-on", value, FAIL_ON)
+
+
+def _mode(value: str | None) -> str | None:
+    return None if value is None else _one_of("--ctx-mode", value, ("replay", "rollout"))
 
 
 def _record_mode(value: str) -> str:
@@ -377,6 +388,8 @@ class CtxOptions:
     # --ctx-allow-removed: baseline probes that match nothing do not fail the gate.
     allow_removed: bool = False
     fail_if: tuple[Rule, ...] = ()
+    # --ctx-fail-if's fact-ledger rules (``mutated:>0``), checked without a baseline.
+    ledger_rules: tuple[LedgerRule, ...] = ()
     shard: tuple[int, int] | None = None
     summary: Path | None = None
     # --ctx-sweep: ask every probe at every this-many-th user turn too; None = off.
@@ -389,6 +402,8 @@ class CtxOptions:
     seconds_per_turn: float = 30.0
     # --ctx-tokenizer: the model's own tokenizer file; None = litellm's.
     tokenizer: Path | None = None
+    # --ctx-mode: replay or rollout for every scenario; None = each scenario's own.
+    mode: str | None = None
 
     @property
     def gated(self) -> bool:
@@ -443,6 +458,7 @@ class CtxOptions:
             tokenizer=_tokenizer_file(
                 get("ctx_tokenizer"), invocation if config.getoption("ctx_tokenizer") else root
             ),
+            mode=_mode(get("ctx_mode")),
             **_gate_options(config, get, output_path),
         )
 
@@ -484,6 +500,10 @@ def _gate_options(
         gate["baseline"] = (
             output_path("ctx_baseline") if baseline else (config.rootpath / DEFAULT_BASELINE)
         )
+    if fail_if:  # fact-ledger rules ("mutated:>0") need no baseline; budget rules do
+        from .gate.ledger_rules import usage_split
+
+        gate["ledger_rules"], fail_if = usage_split(fail_if)
     if fail_if:
         if not baseline or update:
             raise pytest.UsageError(

@@ -272,6 +272,7 @@ class ControllerHooks:
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
+        self.ledger_breaches: list[str] = []  # --ctx-fail-if's fact-ledger rules broken
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -400,6 +401,12 @@ class ControllerHooks:
                 finally:
                     self.written = finishing.result()
         self._gate_exit_status(session)
+        if self.ctx.options.ledger_rules:  # --ctx-fail-if=mutated:>0 and the like
+            from .gate.ledger_rules import ledger_exit
+
+            self.ledger_breaches, session.exitstatus = ledger_exit(
+                self.ctx.options.ledger_rules, self.ctx.records, session.exitstatus
+            )
         if self.ctx.outputs.losses and session.exitstatus not in _NOT_OVERRIDDEN:
             from .output_loss import OUTPUT_LOST
 
@@ -448,5 +455,7 @@ class ControllerHooks:
         if self.ctx.gate_result is not None:
             for line in self.ctx.gate_result.lines():
                 terminalreporter.write_line(printable(line))
+        for line in self.ledger_breaches:
+            terminalreporter.write_line(printable(f"FACT LEDGER  {line}"))
         for what, path in self.written.items():
             terminalreporter.write_line(f"{what}: {path}")

@@ -31,6 +31,8 @@ def disagreements(records: list[dict[str, Any]], scenarios: Path) -> list[str]:
                 probes[(conversation.id, probe.id)] = probe
     found = []
     for record in records:
+        if record.get("mode") == "rollout":
+            continue  # a live session, not a probe: its own checks (see test_rollout)
         probe = probes[(record["scenario"], record["probe"].split("@")[0])]
         own = [f for f in (probe.needle, probe.constraint, *probe.evidence) if f]
         shown = [f for f in own if record["fact_survival"].get(f) in VISIBLE]

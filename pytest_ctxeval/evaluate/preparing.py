@@ -5,6 +5,7 @@ call.  A probe that needs none comes back without a window."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from ..llm.cassettes import CallContext, call_context
 from ..llm.client import ModelClient
@@ -16,6 +17,7 @@ from ..strategies.registry import StrategySpec
 from ..strategies.window_rules import keeps_system_prompt, window_violations
 from .calibration import decoy_pass, uncheckable
 from .items import new_record as _new_record
+from .ledger import FactLedger, put_ledger
 from .run_state import EvalSettings, RunKey, _Pending
 from .session_costs import cache_rules_named, fill_session_fields
 from .simulate import SessionTrace, simulate
@@ -30,6 +32,7 @@ class Preparing:
     settings: EvalSettings
     client: ModelClient
     _traces: dict[RunKey, SessionTrace]
+    _ledgers: dict[RunKey, FactLedger]
 
     def _prepare(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str
@@ -66,6 +69,9 @@ class Preparing:
             message_tokens=partial(message_tokens, model=model),
             tools_tokens=partial(tools_tokens, model=model),
         )
+        ledger = self._ledgers.get((source, conversation.id, spec.name))
+        if ledger is not None and not hasattr(probe, "base_id"):  # a sweep point sees less
+            put_ledger(record, ledger)
         record.fact_survival = fact_survival(
             planted_facts(conversation, probe),
             window,
@@ -117,5 +123,15 @@ class Preparing:
                     fork_at=sweep_cuts(conversation, self.settings.sweep_every),
                     cache_rules=cache_rules_named(self.settings.cache_model, self.settings.model),
                     seconds_per_request=self.settings.seconds_per_request,
+                    observe=self._ledger_for(key, conversation),
                 )
         return self._traces[key]
+
+    def _ledger_for(self, key: RunKey, conversation: Conversation) -> Any:
+        """The observer that keeps the run's fact ledger (see evaluate.ledger);
+        None when the scenario plants no facts."""
+        if not conversation.facts:
+            return None
+        ledger = FactLedger(list(conversation.facts), dict(conversation.coincidental_answers))
+        self._ledgers[key] = ledger
+        return lambda window, compacted: ledger.observe(window, compacted=compacted)

@@ -38,8 +38,11 @@ from .items import new_record as _new_record
 from .items import recording as _recording
 from .items import seed as _seed
 from .judge import JudgeResult
+from .ledger import FactLedger
 from .preparing import Preparing
 from .probe import ProbeAnswer
+from .rollout.item import RolloutRunner
+from .rollout.script import RolloutCase
 from .run_state import EvalSettings, RunKey, _Pending, _Truth
 from .simulate import SessionTrace
 from .sweep import sweep_probes
@@ -75,6 +78,9 @@ class Evaluator(Preparing, Finishing):
     # The selected strategies of each scenario (source, id), in item order.
     _by_scenario: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     _by_scenario_of = -1
+    _rollout_runner: RolloutRunner | None = None
+    # The fact ledger of each run's simulated session (see evaluate.ledger).
+    _ledgers: dict[RunKey, FactLedger] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -102,6 +108,16 @@ class Evaluator(Preparing, Finishing):
             breaker_calls=self.settings.breaker_calls,
         )
 
+    def _rollouts(self) -> RolloutRunner:
+        if self._rollout_runner is None:
+            self._rollout_runner = RolloutRunner(
+                self.client,
+                self.settings.model,
+                self.settings.agreement_threshold,
+                self.judge_client,
+            )
+        return self._rollout_runner
+
     @property
     def stop_reason(self) -> str | None:
         """Why the run should stop here: the model under test (or the judge)
@@ -114,6 +130,8 @@ class Evaluator(Preparing, Finishing):
     def evaluate(
         self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, *, source: str
     ) -> ResultRecord:
+        if isinstance(probe, RolloutCase):  # rollout mode: its own loop (see evaluate/rollout/)
+            return sealed(self._rollouts().record(conversation, spec, source))
         run: RunKey = (source, conversation.id, spec.name)
         ready = self._ready.pop((*run, probe.id), None)
         if ready is not None:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import re
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..strategies.base import (
     ContextStrategy,
     Message,
     StrategyContext,
+    Window,
     fork_strategy,
     is_plain_message,
 )
@@ -171,9 +173,12 @@ def simulate(
     fork_at: set[int] | frozenset[int] = frozenset(),
     cache_rules: CacheRules | None = None,
     seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST,
+    observe: Callable[[Window, bool], object] | None = None,
 ) -> SessionTrace:
     """``cache_rules``: the provider's prompt cache (None = the model's
-    provider's, see ``costs.cache_rules``); requests ``seconds_per_request`` apart."""
+    provider's, see ``costs.cache_rules``); requests ``seconds_per_request`` apart.
+    ``observe(window, compacted)`` sees every request's window (the fact
+    ledger); ``compacted``: the strategy called the model to build it."""
     from ..llm.tokens import count_text_tokens
 
     trace = SessionTrace(strategy=strategy)
@@ -199,7 +204,10 @@ def simulate(
             trace.last_window, trace.last_tools = previous, previous_tools
             trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
+            calls_before = trace.strategy_calls
             window = strategy.window()
+            if observe is not None:
+                observe(window, trace.strategy_calls > calls_before)
             if sent is not None:
                 window = sent.freeze(window)
             # The meter and the ledger saw every window so far: how much of

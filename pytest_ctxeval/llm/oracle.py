@@ -63,6 +63,7 @@ from .attention import Attention as Attention
 from .attention import lost_in_middle_attention as lost_in_middle_attention
 from .attention import lost_in_middle_probability as lost_in_middle_probability
 from .codegen import write_code
+from .oracle_files import file_reply
 from .request_text import message_texts, tool_texts
 from .text import sentences, terms
 
@@ -135,7 +136,11 @@ def respond(
             ]
         )
     if _TASK.match(question):
-        return Reply(content=write_code(question, _instructions(context, tools or [])))
+        code = write_code(question, _instructions(context, tools or []))
+        written = file_reply(messages, question_at, tools or [], question, code)
+        if written is not None:  # a write_file tool is offered: the code goes there
+            return Reply(content=written[0], tool_calls=written[1])
+        return Reply(content=code)
     answer = _best_sentences(candidates, q_terms, attention)
     return Reply(content="\n".join(c.text for c in answer) if answer else NO_ANSWER)
 

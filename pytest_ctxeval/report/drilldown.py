@@ -23,6 +23,7 @@ from markupsafe import Markup
 from ..results.record import ResultRecord
 from ..show_command import show_command
 from ..textcap import cap_text
+from .rollout_view import rollout_view
 
 # Answers are diffed word by word; past this many characters, only their start.
 DIFF_CHARS = 4_000
@@ -132,6 +133,14 @@ class DrilldownData:
 
 def item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[str, Any]:
     """One item's drill-down; texts and the window by reference into ``data``."""
+    item = _item_data(data, record, outcome)
+    rollout = rollout_view(record)
+    if rollout is not None:  # only rollout items carry it
+        item["rollout"] = rollout
+    return item
+
+
+def _item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[str, Any]:
     return {
         "nodeid": record.nodeid,
         "scenario": record.scenario,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..results.record import ResultRecord
 from .evidence import evidence_lines
+from .rollout_summary import rollout_lines
 from .terminal_text import printable
 
 
@@ -56,7 +57,8 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
             + (f"  cache hit {hits:>{widths[6]}}" if show_hits else "")
             + (f"  cost/task {task:>{widths[7]}}" if show_cost else "")
         )
-    return lines + [printable(line) for line in evidence_lines(records)]
+    lines += [printable(line) for line in evidence_lines(records)]
+    return lines + rollout_lines(records)
 
 
 def _ratio(value: float) -> str:

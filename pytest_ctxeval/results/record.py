@@ -29,7 +29,7 @@ Classification = Literal[
     "uncheckable",
     "error",
 ]
-Survival = Literal["verbatim", "transformed", "in_store", "gone"]
+Survival = Literal["verbatim", "transformed", "mutated", "in_store", "gone"]
 
 CLASSIFICATIONS: tuple[str, ...] = (
     "ok",

@@ -44,6 +44,9 @@ class Fact:
     answers: tuple[str, ...] = ()
     # A constraint stated in parts: each must still be there for it to hold.
     parts: tuple[str, ...] = ()
+    # The words naming the fact's value and that value (the fact ledger's ``mutated``).
+    slot: str | None = None
+    value: str | None = None
 
     def pieces(self) -> tuple[str, ...]:
         return self.parts or (self.text,)
@@ -290,7 +293,8 @@ def _facts(scenario: Scenario) -> list[Fact]:
             if n.answer is None
             else ((n.answer,) if isinstance(n.answer, str) else tuple(n.answer))
         )
-        facts.append(Fact(n.id, "needle", n.text, answers))
+        value = n.value or (answers[0] if answers else None)
+        facts.append(Fact(n.id, "needle", n.text, answers, slot=n.slot, value=value))
     for c in scenario.constraints:
         parts = tuple(p.text for p in c.parts) if c.parts else ()
         facts.append(Fact(c.id, "constraint", c.text or " ".join(parts), parts=parts))

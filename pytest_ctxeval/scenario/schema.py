@@ -25,6 +25,7 @@ from pydantic import (
 from ..text import normalise_expected, occurs
 from .errors import closest
 from .generators import GenerateSpec
+from .rollout_spec import Mode, RolloutSpec
 
 SLUG = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 # ``f1`` without a ``threshold``: the share of word overlap QA benchmarks accept.
@@ -251,6 +252,16 @@ class Needle(Strict):
         description="its answer is a secret: scored as it is, shown as [redacted] in results, "
         "the report and the terminal",
     )
+    # The fact ledger reports ``mutated`` when the slot shows another value.
+    slot: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the words that name the fact's value ('port'): a window that shows "
+        "them followed by another value than 'value' has the fact mutated",
+    )
+    value: str | None = Field(
+        default=None, min_length=1, description="the value after 'slot' (default: the answer)"
+    )
 
     @field_validator("answer")
     @classmethod
@@ -362,6 +373,14 @@ class Scenario(Strict):
         default_factory=list, description="rules the user states that answers must respect"
     )
     probes: list[Probe] = Field(min_length=1, description="the questions asked at turn N+1")
+    mode: Mode | None = Field(
+        default=None,
+        description="replay (the scripted turns, the default) or rollout (the model writes "
+        "every assistant turn); --ctx-mode wins",
+    )
+    rollout: RolloutSpec | None = Field(
+        default=None, description="the scripted user, tool stubs and bounds of a rollout"
+    )
     # Consumed by the loader before validation; declared for the JSON Schema.
     vars: dict[str, Any] | None = Field(
         default=None,
@@ -392,6 +411,15 @@ class Scenario(Strict):
                         (kind, i, "id"), f"duplicate {kind[:-1]} id {item.id!r}"
                     )
                 seen.add(item.id)
+        if self.rollout is not None:  # a rollout may ask a probe at any turn
+            probes = {p.id for p in self.probes}
+            for name in self.rollout.probe_turns:
+                if name not in probes:
+                    raise LocatedValueError(
+                        ("rollout", "probe_turns", name),
+                        f"probe_turns names probe {name!r}; known probes: "
+                        f"{', '.join(sorted(probes))}" + _guess(name, probes),
+                    )
         needles = {n.id: n for n in self.needles}
         constraints = {c.id for c in self.constraints}
         for i, probe in enumerate(self.probes):

@@ -1,0 +1,191 @@
+"""The fact ledger: the state of every needle, constraint and evidence fact
+after each request of a session, compactly.
+
+The states are fact survival's (``verbatim``, ``transformed``, ``in_store``,
+``gone``; see evaluate.survival) plus ``mutated``: a needle that declares a
+``slot`` ("port") and a ``value`` ("5432") is mutated when the request shows
+the slot followed by another value ("port 8080") and not its own value, the
+way a summary rewrites a number.  Unlike fact survival at a probe, every
+message of the request counts, the last one too: after a request the whole
+window is what the model saw (a fact planted in the
+current user message is ``verbatim`` at that request).  A fact spread over
+two messages is not verbatim: each piece is looked for in one text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ..llm.request_text import message_texts, tools_texts
+from ..llm.text import contains_phrase, normalise
+from ..scenario.build import Fact
+from ..strategies.base import Window
+
+STATES = ("verbatim", "transformed", "mutated", "in_store", "gone")
+# A value is a run of word characters with inner dots, colons, slashes or dashes.
+_VALUE = r"([\w][\w.:/-]*\w|\w)"
+# Words that may stand between a slot and its value ("port is 5432", "port: 5432").
+_LINK = r"(?:\s*(?:(?:is|was|to|of|at|on|now)(?!\w)|[=:])\s*)*"
+
+
+@dataclass
+class FactLedger:
+    """States per request, as runs: ``{fact: [[state, requests], ...]}``."""
+
+    facts: list[Fact]
+    coincidental: dict[str, frozenset[str]] = field(default_factory=dict)
+    runs: dict[str, list[list[str | int]]] = field(default_factory=dict)
+    requests: int = 0
+    # 1-based requests whose window the strategy built with its own model call
+    # (a summary, a compaction): the events a fact is lost or mutated at.
+    compactions: list[int] = field(default_factory=list)
+    # What each message object holds, by id (the object kept, so the id
+    # stays its own): consecutive windows share their message objects, so a
+    # session's ledger reads each message once, not once per request.
+    _held: dict[int, tuple[Any, frozenset[tuple[str, int]]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def observe(self, window: Window, *, compacted: bool = False) -> dict[str, str]:
+        self.requests += 1
+        if compacted:
+            self.compactions.append(self.requests)
+        key = tuple(self.facts)
+        seen: set[tuple[str, int]] = set()
+        for message in window.messages:
+            held = self._held.get(id(message))
+            if held is None or held[0] is not message:
+                found = [_found(t, key) for t in message_texts(message)]
+                held = self._held[id(message)] = (message, frozenset().union(*found))
+            seen.update(held[1])
+        for text in tools_texts(window.tools):
+            seen.update(_found(text, key))
+        states = _states(self.facts, window, seen, self.coincidental, lambda: _texts(window))
+        for fact_id, state in states.items():
+            runs = self.runs.setdefault(fact_id, [])
+            if runs and runs[-1][0] == state:
+                runs[-1][1] = int(runs[-1][1]) + 1
+            else:
+                runs.append([state, 1])
+        return states
+
+    def count(self, state: str) -> int:
+        """How many facts were in ``state`` after at least one request."""
+        return sum(1 for runs in self.runs.values() if any(r[0] == state for r in runs))
+
+
+def put_ledger(record: Any, ledger: FactLedger) -> None:
+    """The ledger's record fields: ``fact_ledger`` (per fact, runs of
+    [state, requests]) and ``compaction_requests``; extras, so records of
+    scenarios without facts are unchanged."""
+    record.fact_ledger = {fact: [list(run) for run in runs] for fact, runs in ledger.runs.items()}
+    record.compaction_requests = list(ledger.compactions)
+
+
+def fact_states(
+    facts: list[Fact], window: Window, coincidental: dict[str, frozenset[str]] | None = None
+) -> dict[str, str]:
+    """Each fact's state in ``window``, every message of it counted.
+
+    Fact survival's rules (see evaluate.survival), worked out once per
+    distinct text and fact list: a session's requests share nearly all their
+    messages, so a ledger over N requests costs about one pass over the
+    session's texts, not N passes over growing windows."""
+    key = tuple(facts)
+    seen: set[tuple[str, int]] = set()
+    texts = _texts(window)
+    for text in texts:
+        seen.update(_found(text, key))
+    return _states(facts, window, seen, coincidental, lambda: texts)
+
+
+def _texts(window: Window) -> list[str]:
+    return [t for m in window.messages for t in message_texts(m)] + tools_texts(window.tools)
+
+
+def _states(
+    facts: list[Fact],
+    window: Window,
+    seen: set[tuple[str, int]],
+    coincidental: dict[str, frozenset[str]] | None,
+    texts: Callable[[], list[str]],
+) -> dict[str, str]:
+    key = tuple(facts)
+    stored: set[tuple[str, int]] = set()
+    for text in window.retrievable:
+        stored.update(_found(text, key))
+    states: dict[str, str] = {}
+    for fact in facts:
+        pieces = range(len(fact.pieces()))
+        ignored = coincidental.get(fact.id, frozenset()) if coincidental else frozenset()
+        answers = [-1 - i for i, a in enumerate(fact.answers) if a not in ignored]
+        if all((fact.id, p) in seen for p in pieces):
+            states[fact.id] = "verbatim"
+        elif any((fact.id, a) in seen for a in answers):
+            states[fact.id] = "transformed"
+        elif _slot_mutated(fact, texts):
+            states[fact.id] = "mutated"
+        elif all((fact.id, p) in seen or (fact.id, p) in stored for p in pieces) or any(
+            (fact.id, a) in stored for a in answers
+        ):
+            states[fact.id] = "in_store"
+        else:
+            states[fact.id] = "gone"
+    return states
+
+
+@lru_cache(maxsize=20_000)
+def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
+    """(fact id, i) for each piece i >= 0 of a fact that ``text`` holds, and
+    (fact id, -1 - j) for each of its answers j that it holds as whole words."""
+    visible = normalise(text)
+    found = set()
+    for fact in facts:
+        for i, piece in enumerate(fact.pieces()):
+            if _normalised(piece) in visible:
+                found.add((fact.id, i))
+        for j, answer in enumerate(fact.answers):
+            # The substring test first: the whole-word regex is far slower.
+            if _normalised(answer) in visible and contains_phrase(visible, answer):
+                found.add((fact.id, -1 - j))
+    return frozenset(found)
+
+
+@lru_cache(maxsize=4096)
+def _normalised(text: str) -> str:
+    return normalise(text)
+
+
+def _slot_mutated(fact: Fact, texts: Callable[[], list[str]]) -> bool:
+    if fact.slot is None or fact.value is None:
+        return False
+    # Its own value anywhere is no mutation (it was "transformed" or coincidental).
+    visible = normalise("\n".join(texts()))
+    return mutated_value(visible, fact.slot, fact.value) is not None
+
+
+def mutated_value(visible: str, slot: str, value: str) -> str | None:
+    """Another value shown after ``slot`` in the normalised text, when its own
+    ``value`` is shown nowhere; None otherwise."""
+    if contains_phrase(visible, value):
+        return None
+    found = _pattern(slot).search(visible)
+    return found.group(1) if found is not None else None
+
+
+@lru_cache(maxsize=256)
+def _pattern(slot: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(normalise(slot)) + r"(?!\w)" + _LINK + r"\s*" + _VALUE)
+
+
+def first_change(runs: list[list[str | int]], state: str) -> int | None:
+    """The 1-based request at which the fact first reached ``state``."""
+    at = 1
+    for name, count in runs:
+        if name == state:
+            return at
+        at += int(count)
+    return None

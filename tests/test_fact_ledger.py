@@ -1,0 +1,148 @@
+"""The fact ledger: every needle and constraint gets a state after every
+request of a session (verbatim, transformed, mutated, in_store, gone), in
+scripted and rollout runs; a recorded compaction that rewrites a value is
+``mutated``, and ``--ctx-fail-if=mutated:>0`` fails the run on it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CtxProject, assert_no_traceback, output
+from fake_openai_server import closed_port_url
+
+from pytest_ctxeval.evaluate.ledger import FactLedger, fact_states
+from pytest_ctxeval.scenario.build import Fact
+from pytest_ctxeval.strategies.base import Window
+
+pytestmark = pytest.mark.usefixtures("_preloaded_modules")
+
+REPO = Path(__file__).resolve().parents[1]
+DRIFT = REPO / "scenarios" / "summary-drift-port.yaml"
+# Recorded through litellm and the OpenAI SDK from a chat server that
+# rewrote the port in its summary; replayed with no server at all.
+DRIFT_CASSETTES = REPO / "tests" / "fixtures" / "cassettes" / "summary-drift-port"
+DRIFT_STRATEGY = "--ctx-strategy=summarize(trigger_tokens=300,keep_messages=6)"
+DRIFT_NAME = "summarize[trigger_tokens:300+keep_messages:6]"
+
+PORT = Fact(
+    "db-port",
+    "needle",
+    "The staging database listens on port 5432.",
+    ("5432",),
+    slot="database listens on port",
+    value="5432",
+)
+
+
+def said(*texts: str) -> Window:
+    return Window([{"role": "user", "content": t} for t in texts])
+
+
+@pytest.mark.parametrize(
+    "texts, state",
+    [
+        (["Notes: The staging database listens on port 5432."], "verbatim"),
+        (["Summary: db on 5432."], "transformed"),
+        (["Summary: the staging database listens on port 8080."], "mutated"),
+        (["The web server is on port 8080."], "gone"),
+        ([], "gone"),
+    ],
+)
+def test_each_request_gets_a_state_and_another_value_in_the_slot_is_a_mutation(
+    texts: list[str], state: str
+) -> None:
+    assert fact_states([PORT], said(*texts)) == {"db-port": state}
+
+
+def test_a_fact_only_in_the_memory_store_is_in_store() -> None:
+    window = Window([{"role": "user", "content": "hi"}], retrievable=[PORT.text])
+    assert fact_states([PORT], window) == {"db-port": "in_store"}
+
+
+def test_the_ledger_keeps_runs_of_states_and_the_compactions() -> None:
+    ledger = FactLedger([PORT])
+    ledger.observe(said(PORT.text))
+    ledger.observe(said(PORT.text))
+    ledger.observe(said("the staging database listens on port 8080"), compacted=True)
+    assert ledger.runs == {"db-port": [["verbatim", 2], ["mutated", 1]]}
+    assert ledger.compactions == [3]
+
+
+def _drift_project(ctx: CtxProject) -> None:
+    ctx.write("scenarios/summary-drift-port.yaml", DRIFT.read_text(encoding="utf-8"))
+    shutil.copytree(DRIFT_CASSETTES, ctx.path / "cassettes")
+
+
+def _replay(ctx: CtxProject, *more: str) -> pytest.RunResult:
+    return ctx.run(
+        DRIFT_STRATEGY,
+        "--ctx-model=openai/test-model",
+        f"--ctx-api-base={closed_port_url()}",
+        "--ctx-cassettes=cassettes",
+        "--ctx-record=none",
+        *more,
+    )
+
+
+def _stable(records: list[dict[str, Any]]) -> str:
+    drop = {"run_id", "started_at", "latency_s"}
+    return json.dumps([{k: v for k, v in r.items() if k not in drop} for r in records])
+
+
+def test_a_recorded_summary_that_rewrites_the_port_is_mutated_at_its_compaction(
+    ctx: CtxProject,
+) -> None:
+    _drift_project(ctx)
+    first = _replay(ctx, "--ctx-results=first.jsonl")
+    assert_no_traceback(first)
+    (record,) = ctx.results("first.jsonl")
+    assert record["error"] is None
+    assert record["compaction_requests"] == [8, 11, 14]
+    # Planted at the third message: gone before it, then kept, then the
+    # first summary states "port 8080" for the database.
+    assert record["fact_ledger"]["db-port"] == [["gone", 1], ["verbatim", 6], ["mutated", 9]]
+    again = _replay(ctx, "--ctx-results=second.jsonl")
+    assert again.ret == first.ret
+    assert _stable(ctx.results("second.jsonl")) == _stable(ctx.results("first.jsonl"))
+
+
+def test_fail_if_mutated_fails_the_run_and_names_the_fact(ctx: CtxProject) -> None:
+    _drift_project(ctx)
+    result = _replay(ctx, "--ctx-fail-if=mutated:>0", "--ctx-fail-on=never")
+    assert_no_traceback(result)
+    assert result.ret == 6
+    assert (
+        f"FACT LEDGER  {DRIFT_NAME}: 1 fact(s) mutated (summary-drift-port::db-port at "
+        "request 8) [--ctx-fail-if mutated:>0]"
+    ) in output(result)
+    # A limit the run stays within passes.
+    assert _replay(ctx, "--ctx-fail-if=mutated:>1", "--ctx-fail-on=never").ret == 0
+
+
+def test_on_the_mock_the_summariser_keeps_or_drops_but_never_rewrites(ctx: CtxProject) -> None:
+    ctx.write("scenarios/summary-drift-port.yaml", DRIFT.read_text(encoding="utf-8"))
+    result = ctx.run(
+        "--ctx-strategy=summarize(trigger_tokens=300,keep_messages=6),sliding",
+        "--ctx-fail-if=mutated:>0",
+        "--ctx-fail-on=never",
+    )
+    assert result.ret == 0, output(result)
+    states = {
+        r["strategy"]: {state for state, _ in r["fact_ledger"]["db-port"]} for r in ctx.results()
+    }
+    assert "mutated" not in set().union(*states.values())
+    assert states["sliding"] == {"gone", "verbatim"}
+
+
+def test_a_bad_ledger_rule_is_a_usage_error_quoting_it(ctx: CtxProject) -> None:
+    ctx.write("scenarios/summary-drift-port.yaml", DRIFT.read_text(encoding="utf-8"))
+    result = ctx.run("--ctx-fail-if=mutatd:>0")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "--ctx-fail-if: invalid rule 'mutatd:>0'; expected [STRATEGY:]STATE:>N with STATE one "
+        "of mutated, gone, in_store, transformed and N a whole number, e.g. 'mutated:>0'"
+    ) in output(result)
