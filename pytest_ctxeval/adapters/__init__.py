@@ -38,6 +38,20 @@ ADAPTERS: dict[str, Adapter] = {
         "langchain",
         "LangChain's own trim_messages (langchain_core.messages), unchanged.",
     ),
+    "langchain-summarization": Adapter(
+        "pytest_ctxeval.adapters.langchain_middleware",
+        "LangChainSummarizationStrategy",
+        "langchain.agents.middleware",
+        "langchain",
+        "LangChain v1's SummarizationMiddleware, unchanged, on the run's model.",
+    ),
+    "langchain-context-editing": Adapter(
+        "pytest_ctxeval.adapters.langchain_middleware",
+        "LangChainContextEditingStrategy",
+        "langchain.agents.middleware",
+        "langchain",
+        "LangChain v1's ContextEditingMiddleware with ClearToolUsesEdit, unchanged.",
+    ),
     "openai-agents-session": Adapter(
         "pytest_ctxeval.adapters.openai_agents",
         "AgentsSessionStrategy",
