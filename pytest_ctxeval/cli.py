@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import conform as conform_cli
 from .cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
 from .cli_validate import include_root, validate
 from .gate import cli as gate_cli
@@ -68,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "import": _import,
         "merge": gate_cli.merge,
         "gate": gate_cli.gate,
+        "conform": conform_cli.conform,
     }[args.command]
     try:
         return handler(args)
@@ -136,6 +138,7 @@ def build_parser() -> CliParser:
         "--root", type=Path, default=Path("."), help="As gate's --root (default: .)"
     )
     gate_cli.add_commands(command)
+    conform_cli.add_command(command)
     importer = command("import", "Turn real transcripts into scenario files")
     # No argparse choices: an unknown format gets our own message and exit code 1.
     importer.add_argument(
