@@ -37,6 +37,7 @@ examples:
   pytest --ctx-strategy=headtail      # run the scenarios under one strategy
   ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
   ctxeval gate all.jsonl --baseline ctxeval-baseline.json
+  ctxeval conform "langchain-trim(max_tokens=2000)"   # window rules + the suite
 
 `ctxeval COMMAND --help` describes one command."""
 
