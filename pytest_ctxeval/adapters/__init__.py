@@ -23,7 +23,8 @@ class Adapter:
 
     module: str
     attr: str
-    # The module of the library it runs, imported when the kind is named.
+    # The module of the library it runs, imported when the kind is named;
+    # empty for an emulation that needs none.
     library: str
     # The extra that installs the library: ``pip install "pytest-ctxeval[<extra>]"``.
     extra: str
@@ -59,6 +60,13 @@ ADAPTERS: dict[str, Adapter] = {
         "openai-agents",
         "The OpenAI Agents SDK's SQLiteSession and call_model_input_filter, unchanged.",
     ),
+    "anthropic-context-editing": Adapter(
+        "pytest_ctxeval.adapters.anthropic_context_editing",
+        "AnthropicContextEditingStrategy",
+        "",
+        "",
+        "Anthropic's clear_tool_uses context edit, emulated from its documented rules.",
+    ),
 }
 
 
@@ -66,6 +74,8 @@ def require(module: str, kind: str) -> Any:
     """``module`` imported, or one line naming the extra that installs it."""
     from ..strategies.registry import UnknownStrategyError
 
+    if not module:  # an emulation: nothing to import
+        return None
     try:
         return importlib.import_module(module)
     except ImportError as exc:
