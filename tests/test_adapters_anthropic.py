@@ -128,6 +128,7 @@ def test_each_activation_breaks_the_cached_prefix_and_clear_at_least_spaces_them
 
 def test_the_emulation_keeps_the_invariants_and_checks_its_parameters() -> None:
     for spec in ("anthropic-context-editing(trigger=1500,keep=1)", "anthropic-context-editing"):
-        assert check_invariants(lambda **_: resolve(spec, preset_dirs=[])[0].create()) == []
+        (built_spec,) = resolve(spec, preset_dirs=[])
+        assert check_invariants(lambda s=built_spec, **_: s.create()) == []
     with pytest.raises(UnknownStrategyError, match="keep must be >= 0"):
         resolve("anthropic-context-editing(keep=-1)", preset_dirs=[])
