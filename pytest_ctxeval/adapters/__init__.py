@@ -60,6 +60,13 @@ ADAPTERS: dict[str, Adapter] = {
         "openai-agents",
         "The OpenAI Agents SDK's SQLiteSession and call_model_input_filter, unchanged.",
     ),
+    "inspect-compaction": Adapter(
+        "pytest_ctxeval.adapters.inspect_compaction",
+        "InspectCompactionStrategy",
+        "inspect_ai.model",
+        "inspect",
+        "Inspect AI's compaction (summary, edit, trim, auto), as its agent loop runs it.",
+    ),
     "anthropic-context-editing": Adapter(
         "pytest_ctxeval.adapters.anthropic_context_editing",
         "AnthropicContextEditingStrategy",

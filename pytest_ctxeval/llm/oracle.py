@@ -36,7 +36,9 @@ included) are all context it reads, as sentences.
   imperatives.  A request that begins "Summarize" is one; so is a prompt that
   hands over the transcript after a ``Messages to summarize:`` line, as
   LangChain's ``SummarizationMiddleware`` does, and then only the transcript
-  is summarised, not the prompt's own instructions.
+  is summarised, not the prompt's own instructions; and a last user message
+  that opens "You are ... tasked with summarizing", as Inspect's compaction
+  asks after the conversation it wants summarised.
 
 Strategies differ under it only because of what they keep.
 
@@ -71,6 +73,7 @@ SUMMARY_REQUEST = re.compile(r"^\s*(summari[sz]e|condense|compress)\b", re.IGNOR
 # Where LangChain's summary prompt hands over the transcript it wants summarised,
 # and the XML tags it wraps each message in (markup, not conversation).
 TRANSCRIPT_HANDOVER = re.compile(r"^Messages to summari[sz]e:\s*$", re.IGNORECASE | re.MULTILINE)
+SUMMARY_TASK = re.compile(r"^\s*You are [^\n.]*\btasked with summari[sz]ing\b", re.IGNORECASE)
 _TRANSCRIPT_TAG = re.compile(r"</?(?:messages?|tool_calls?)\b[^>]*>")
 # How a listing sent as a message begins (headtail's INDEX_INTRO).
 MEMORY_INDEX = "Memory index"
@@ -126,6 +129,8 @@ def respond(
     context = [m for i, m in enumerate(messages) if i != question_at]
     if SUMMARY_REQUEST.match(question):
         return Reply(content=summarise(context + [{"role": "user", "content": question}]))
+    if SUMMARY_TASK.match(question):
+        return Reply(content=summarise(context))
     handover = TRANSCRIPT_HANDOVER.search(question)
     if handover is not None:
         transcript = _TRANSCRIPT_TAG.sub("\n", question[handover.end() :])
