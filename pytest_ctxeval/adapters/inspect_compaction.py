@@ -15,9 +15,9 @@ Inspect resumes a sample.
 The handler's model is the run's model, through a model provider registered
 as ``ctxeval/harness``: its ``generate`` is the strategy's counted
 ``complete`` (the summary of ``summary`` and ``auto``), its token counting
-the harness's tokenizer, so ``threshold`` (tokens, or a fraction of a
-128,000-token window as Inspect assumes for a model it does not know) means
-what every budget here means.  ``record_output`` is not called: the harness
+the harness's tokenizer, so ``threshold`` (tokens, or a fraction of
+``context_window``, 128,000 as Inspect assumes for a model it does not know)
+is counted as every budget here is.  ``record_output`` is not called: the harness
 makes the model call after the window is built, so Inspect counts every
 window message by message, as it does before its first reply.
 
@@ -171,13 +171,18 @@ class InspectCompactionStrategy(BaseStrategy):
         keep_tool_inputs: bool = True,
         exclude_tools: list[str] | None = None,
         instructions: str | None = None,
+        context_window: int = 128_000,
     ) -> None:
         super().__init__()
         require("inspect_ai.model", KIND)
-        if threshold <= 0:
-            raise ValueError(f"threshold must be > 0, got {threshold!r}")
+        if threshold <= 0 or context_window < 1:
+            raise ValueError(
+                f"threshold must be > 0 and context_window >= 1, got {threshold!r}, "
+                f"{context_window!r}"
+            )
         self.strategy = strategy
         self.threshold = int(threshold) if threshold > 1 else threshold
+        self.context_window = context_window
         self.preserve = preserve
         self.keep_tool_uses = keep_tool_uses
         self.keep_tool_inputs = keep_tool_inputs
@@ -192,6 +197,8 @@ class InspectCompactionStrategy(BaseStrategy):
 
     def params(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"strategy": self.strategy, "threshold": self.threshold}
+        if isinstance(self.threshold, float):
+            shown["context_window"] = self.context_window
         if self.strategy == "trim":
             shown["preserve"] = self.preserve
         if self.strategy == "edit":
@@ -206,18 +213,25 @@ class InspectCompactionStrategy(BaseStrategy):
 
     def compaction_strategy(self) -> Any:
         c = require("inspect_ai.model", KIND)
+        # A fraction of the window, resolved here: Inspect would look the
+        # harness's model up, not find it and warn before assuming 128,000.
+        threshold = (
+            self.threshold
+            if isinstance(self.threshold, int)
+            else int(self.threshold * self.context_window)
+        )
         if self.strategy == "trim":
-            return c.CompactionTrim(threshold=self.threshold, preserve=self.preserve)
+            return c.CompactionTrim(threshold=threshold, preserve=self.preserve)
         if self.strategy == "edit":
             return c.CompactionEdit(
-                threshold=self.threshold,
+                threshold=threshold,
                 keep_tool_uses=self.keep_tool_uses,
                 keep_tool_inputs=self.keep_tool_inputs,
                 exclude_tools=self.exclude_tools or None,
             )
         if self.strategy == "summary":
-            return c.CompactionSummary(threshold=self.threshold, instructions=self.instructions)
-        return c.CompactionAuto(threshold=self.threshold, instructions=self.instructions)
+            return c.CompactionSummary(threshold=threshold, instructions=self.instructions)
+        return c.CompactionAuto(threshold=threshold, instructions=self.instructions)
 
     def model(self) -> Any:
         _provider()
