@@ -66,7 +66,10 @@ def conform(args: argparse.Namespace) -> int:
         print(f"ctxeval conform: {error_line(exc)}", file=sys.stderr)
         return 2
     if len(specs) != 1:
-        print(f"ctxeval conform: {args.strategy!r} names {len(specs)} strategies; give one")
+        print(
+            f"ctxeval conform: {args.strategy!r} names {len(specs)} strategies; give one",
+            file=sys.stderr,
+        )
         return 2
     spec = specs[0]
     violations = rule_violations(spec)
@@ -85,7 +88,13 @@ def conform(args: argparse.Namespace) -> int:
     for violation in first_per_check(violations):
         print()
         print(violation)
-        for line in offending_window(spec, violation):
+        try:
+            shown = offending_window(spec, violation)
+        except Exception as exc:  # the replay failed where the check did not
+            shown = [
+                f"  (the window could not be rebuilt: {type(exc).__name__}: {error_line(exc)})"
+            ]
+        for line in shown:
             print(line)
     return 1 if violations else 0
 

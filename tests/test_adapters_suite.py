@@ -52,8 +52,8 @@ def test_the_bundled_suite_runs_under_every_adapter(tmp_path: Path) -> None:
     assert {name for name, _ in errors} <= {recipe}, errors
     assert all("Unhandled item type" in r["error"] for r in records if r["error"])
     passed = Counter(r["strategy"] for r in records if r["verdict"] == "pass")
-    # The adapters that send the whole session under their default triggers
-    # pass what full passes; the trims lose context.
+    # The SDK session without a limit sends the whole chat; the trims lose
+    # context; compaction past a high threshold loses less than trimming.
     assert passed["openai-agents-session"] >= passed["full"] - 2
     assert passed["langchain-trim"] < passed["full"]
-    assert passed["inspect-compaction"] >= passed["full"] - 2
+    assert passed["langchain-trim"] < passed["inspect-compaction"] < passed["full"]
