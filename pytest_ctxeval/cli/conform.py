@@ -22,20 +22,19 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .llm.error_text import error_line
+from ..llm.error_text import error_line
+from .command import AddCommand, Handler
 
-AddCommand = Callable[[str, str], argparse.ArgumentParser]
 # "check: session at message N: detail", as check_invariants words a violation.
 _WHERE = re.compile(r"^(?P<check>[\w-]+): (?P<session>\S+) at message (?P<n>\d+): (?P<detail>.*)$")
 SHOWN_CHARS = 60
 _COUNTS = ("passed", "items", "context_loss", "error", "cumulative_input_tokens")
 
 
-def add_command(command: AddCommand) -> None:
+def add(command: AddCommand) -> None:
     conform = command(
         "conform",
         "Check a strategy against the window rules and run the bundled suite under it",
@@ -58,7 +57,7 @@ def add_command(command: AddCommand) -> None:
 
 
 def conform(args: argparse.Namespace) -> int:
-    from .strategies.registry import UnknownStrategyError, resolve
+    from ..strategies.registry import UnknownStrategyError, resolve
 
     try:
         specs = resolve(args.strategy, preset_dirs=[Path.cwd() / "strategies"])
@@ -99,9 +98,12 @@ def conform(args: argparse.Namespace) -> int:
     return 1 if violations else 0
 
 
+HANDLERS: dict[str, Handler] = {"conform": conform}
+
+
 def rule_violations(spec: Any) -> list[str]:
     """Every invariant broken over the invariant sessions; a window that raises is one."""
-    from .strategies.invariants import check_invariants
+    from ..strategies.invariants import check_invariants
 
     try:
         return check_invariants(lambda **_: spec.create(), params=dict(spec.params))
@@ -122,9 +124,9 @@ def first_per_check(violations: list[str]) -> list[str]:
 
 def offending_window(spec: Any, violation: str) -> list[str]:
     """The window the violation names, one line a message."""
-    from .strategies.base import content_text
-    from .strategies.invariant_sessions import Session, default_sessions
-    from .strategies.invariants import oracle_context
+    from ..strategies.base import content_text
+    from ..strategies.invariant_sessions import Session, default_sessions
+    from ..strategies.invariants import oracle_context
 
     where = _WHERE.match(violation)
     if where is None:
@@ -153,8 +155,8 @@ def offending_window(spec: Any, violation: str) -> list[str]:
 
 def run_suite(suite: Path, strategy: str) -> tuple[dict[str, dict[str, str]], str]:
     """The suite's figures per strategy (``full`` and ``strategy``), by pytest on the mock."""
-    from .results.frame import records_frame, strategy_summary
-    from .results.store import load_results
+    from ..results.frame import records_frame, strategy_summary
+    from ..results.store import load_results
 
     with tempfile.TemporaryDirectory(prefix="ctxeval-conform-") as tmp:
         results = Path(tmp) / "results.jsonl"
