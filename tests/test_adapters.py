@@ -82,6 +82,7 @@ def test_importing_the_registry_imports_no_adapter_or_library() -> None:
     [
         ("langchain-trim", "langchain_core", "langchain"),
         ("openai-agents-session", "agents", "openai-agents"),
+        ("inspect-compaction", "inspect_ai", "inspect"),
     ],
 )
 def test_an_adapter_without_its_library_is_one_line_naming_the_extra(

@@ -249,7 +249,8 @@ def test_the_test_extra_is_what_the_tests_import_beyond_the_dependencies() -> No
     extras = project["optional-dependencies"]
     # The adapters' tests call their libraries directly: those come with the
     # adapters' own extras, which the README's test command installs too.
-    adapters = {requirement_name(r) for e in ("langchain", "openai-agents") for r in extras[e]}
+    kinds = ("langchain", "openai-agents", "inspect")
+    adapters = {requirement_name(r) for e in kinds for r in extras[e]}
     assert adapters <= needed
     assert {requirement_name(r) for r in extras["test"]} == needed - main - adapters
     # Lint and type-check tools are for development, not for running the tests.

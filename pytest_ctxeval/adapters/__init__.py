@@ -23,7 +23,8 @@ class Adapter:
 
     module: str
     attr: str
-    # The module of the library it runs, imported when the kind is named.
+    # The module of the library it runs, imported when the kind is named;
+    # empty for an emulation that needs none.
     library: str
     # The extra that installs the library: ``pip install "pytest-ctxeval[<extra>]"``.
     extra: str
@@ -38,12 +39,40 @@ ADAPTERS: dict[str, Adapter] = {
         "langchain",
         "LangChain's own trim_messages (langchain_core.messages), unchanged.",
     ),
+    "langchain-summarization": Adapter(
+        "pytest_ctxeval.adapters.langchain_middleware",
+        "LangChainSummarizationStrategy",
+        "langchain.agents.middleware",
+        "langchain",
+        "LangChain v1's SummarizationMiddleware, unchanged, on the run's model.",
+    ),
+    "langchain-context-editing": Adapter(
+        "pytest_ctxeval.adapters.langchain_middleware",
+        "LangChainContextEditingStrategy",
+        "langchain.agents.middleware",
+        "langchain",
+        "LangChain v1's ContextEditingMiddleware with ClearToolUsesEdit, unchanged.",
+    ),
     "openai-agents-session": Adapter(
         "pytest_ctxeval.adapters.openai_agents",
         "AgentsSessionStrategy",
         "agents",
         "openai-agents",
         "The OpenAI Agents SDK's SQLiteSession and call_model_input_filter, unchanged.",
+    ),
+    "inspect-compaction": Adapter(
+        "pytest_ctxeval.adapters.inspect_compaction",
+        "InspectCompactionStrategy",
+        "inspect_ai.model",
+        "inspect",
+        "Inspect AI's compaction (summary, edit, trim, auto), as its agent loop runs it.",
+    ),
+    "anthropic-context-editing": Adapter(
+        "pytest_ctxeval.adapters.anthropic_context_editing",
+        "AnthropicContextEditingStrategy",
+        "",
+        "",
+        "Anthropic's clear_tool_uses context edit, emulated from its documented rules.",
     ),
 }
 
@@ -52,6 +81,8 @@ def require(module: str, kind: str) -> Any:
     """``module`` imported, or one line naming the extra that installs it."""
     from ..strategies.registration import UnknownStrategyError
 
+    if not module:  # an emulation: nothing to import
+        return None
     try:
         return importlib.import_module(module)
     except ImportError as exc:

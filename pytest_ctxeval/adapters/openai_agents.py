@@ -14,12 +14,15 @@ what its chat-completions models send); a message that comes back unchanged
 is the very dict the session holds.  A new chat (multi-session scenarios)
 starts a new session, as a chat app starts a new ``session_id``.
 
+``session`` picks the session class: ``sqlite`` (the SDK's
+``SQLiteSession``), or the trimming and summarising sessions the SDK
+documents, ``trimming`` (``max_turns``) and ``summarizing``
+(``keep_last_n_turns``, ``context_limit``; its summaries are written by the
+run's model, as strategy calls).  The SDK ships those two as cookbook recipes,
+not classes (its ``OpenAIResponsesCompactionSession`` calls OpenAI's API), so
+they are implemented from the recipe in :mod:`.agents_recipes`.
+
 Tested against openai-agents 0.24.0 (the ``openai-agents`` extra asks for >= 0.2).
-That release ships no trimming or summarising session: the OpenAI cookbook's
-``TrimmingSession`` is a recipe, not part of the package (its
-``OpenAIResponsesCompactionSession`` calls the API to compact), so the
-SDK's own trimming here is ``limit``; a team's recipe runs as its
-``call_model_input_filter`` or as a ``module:Class`` strategy.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any, Literal, TypeVar
 
 from ..strategies.base import BaseStrategy, Message, Window, content_text
 from . import require
+from .agents_recipes import as_chat_input, session_classes, summary_request
 
 KIND = "openai-agents-session"
 T = TypeVar("T")
@@ -152,22 +156,55 @@ class AgentsSessionStrategy(BaseStrategy):
         limit: int | None = None,
         input_filter: str | None = None,
         db: Literal["memory", "file"] = "memory",
+        session: Literal["sqlite", "trimming", "summarizing"] = "sqlite",
+        max_turns: int = 8,
+        keep_last_n_turns: int = 3,
+        context_limit: int = 3,
     ) -> None:
         super().__init__()
         require("agents", KIND)
-        if limit is not None and limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit!r}")
+        for name, value in (("limit", limit), ("max_turns", max_turns)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value!r}")
         self.limit = limit
         self.input_filter = input_filter
         self.db = db
+        self.session = session
+        self.max_turns = max_turns
+        self.keep_last_n_turns = keep_last_n_turns
+        self.context_limit = context_limit
         self._filter = load_filter(input_filter) if input_filter else None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._session: Any = self._new_session()
 
     def params(self) -> dict[str, Any]:
-        return {"limit": self.limit, "input_filter": self.input_filter, "db": self.db}
+        shown: dict[str, Any] = {"limit": self.limit, "input_filter": self.input_filter}
+        if self.session == "sqlite":
+            return {**shown, "db": self.db}
+        if self.session == "trimming":
+            return {**shown, "session": self.session, "max_turns": self.max_turns}
+        return {
+            **shown,
+            "session": self.session,
+            "keep_last_n_turns": self.keep_last_n_turns,
+            "context_limit": self.context_limit,
+        }
+
+    def _summarize(self, items: list[dict[str, Any]]) -> str:
+        """The summarising session's summariser: the run's model, counted."""
+        if self.ctx is None or self.ctx.complete is None:
+            raise RuntimeError(
+                f"{KIND}(session=summarizing) needs a model: the harness passes one "
+                "through setup(StrategyContext)"
+            )
+        return self.ctx.complete(summary_request(items)).strip()
 
     def _new_session(self) -> Any:
+        if self.session != "sqlite":
+            trimming, summarizing = session_classes()
+            if self.session == "trimming":
+                return trimming("ctxeval", max_turns=self.max_turns)
+            return summarizing(self._summarize, self.keep_last_n_turns, self.context_limit)
         agents = require("agents", KIND)
         path: str | Path = ":memory:"
         if self.db == "file":
@@ -210,8 +247,14 @@ class AgentsSessionStrategy(BaseStrategy):
         clone.__dict__.update(self.__dict__)
         clone.history = list(self.history)
         clone._tmp = None
-        clone._session = None
-        clone._rebuild()
+        if self.session == "sqlite":
+            clone._session = None
+            clone._rebuild()
+            return clone
+        # A recipe session is copied, not rebuilt: rebuilding would summarise again.
+        clone._session = self._session.copy()
+        if self.session == "summarizing":
+            clone._session.summarize = clone._summarize
         return clone
 
     def instructions(self) -> str | None:
@@ -247,7 +290,10 @@ class AgentsSessionStrategy(BaseStrategy):
             if m.get("role") != "system"
             for converted in to_messages(to_items(m, index))[:1]
         }
-        sent = [originals.get(_key(m), m) for m in to_messages(list(data.input))]
+        items = list(data.input)
+        if self.session == "summarizing":
+            items = [as_chat_input(item) for item in items]
+        sent = [originals.get(_key(m), m) for m in to_messages(items)]
         system = [m for m in self.history if m.get("role") == "system"]
         if data.instructions is not None:
             same = system and data.instructions == self.instructions() and len(system) == 1

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from ..cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
 from ..llm.error_text import error_line
-from . import gate, importing, report, schema, show, strategies, validate
+from . import conform, gate, importing, report, schema, show, strategies, validate
 from .command import Handler
 
 # The commands in the order `ctxeval --help` lists them; a new command is a
 # module with ``add`` and ``HANDLERS`` (see command.py) and one line here.
-COMMANDS = (validate, schema, strategies, show, report, gate, importing)
+COMMANDS = (validate, schema, strategies, show, report, gate, conform, importing)
 
 DESCRIPTION = """\
 ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
@@ -32,6 +32,7 @@ examples:
   pytest --ctx-strategy=headtail      # run the scenarios under one strategy
   ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
   ctxeval gate all.jsonl --baseline ctxeval-baseline.json
+  ctxeval conform "langchain-trim(max_tokens=2000)"   # window rules + the suite
 
 `ctxeval COMMAND --help` describes one command."""
 

@@ -33,7 +33,12 @@ included) are all context it reads, as sentences.
   otherwise makes the obvious choice; the rules show only in what the code
   imports, never quoted back.
 - Asked to summarise, it keeps the sentences with identifiers, numbers and
-  imperatives.
+  imperatives.  A request that begins "Summarize" is one; so is a prompt that
+  hands over the transcript after a ``Messages to summarize:`` line, as
+  LangChain's ``SummarizationMiddleware`` does, and then only the transcript
+  is summarised, not the prompt's own instructions; and a last user message
+  that opens "You are ... tasked with summarizing", as Inspect's compaction
+  asks after the conversation it wants summarised.
 
 Strategies differ under it only because of what they keep.
 
@@ -69,6 +74,11 @@ from .text import sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
 SUMMARY_REQUEST = re.compile(r"^\s*(summari[sz]e|condense|compress)\b", re.IGNORECASE)
+# Where LangChain's summary prompt hands over the transcript it wants summarised,
+# and the XML tags it wraps each message in (markup, not conversation).
+TRANSCRIPT_HANDOVER = re.compile(r"^Messages to summari[sz]e:\s*$", re.IGNORECASE | re.MULTILINE)
+SUMMARY_TASK = re.compile(r"^\s*You are [^\n.]*\btasked with summari[sz]ing\b", re.IGNORECASE)
+_TRANSCRIPT_TAG = re.compile(r"</?(?:messages?|tool_calls?)\b[^>]*>")
 # How a listing sent as a message begins (headtail's INDEX_INTRO).
 MEMORY_INDEX = "Memory index"
 _LISTING = re.compile(r"^id=(?P<id>\S+) \|.*?\| preview: (?P<preview>.*)$", re.MULTILINE)
@@ -119,6 +129,12 @@ def respond(
     context = [m for i, m in enumerate(messages) if i != question_at]
     if SUMMARY_REQUEST.match(question):
         return Reply(content=summarise(context + [{"role": "user", "content": question}]))
+    if SUMMARY_TASK.match(question):
+        return Reply(content=summarise(context))
+    handover = TRANSCRIPT_HANDOVER.search(question)
+    if handover is not None:
+        transcript = _TRANSCRIPT_TAG.sub("\n", question[handover.end() :])
+        return Reply(content=summarise(context + [{"role": "user", "content": transcript}]))
 
     candidates = _candidates(context, tools or [])
     q_terms = set(terms(question))
