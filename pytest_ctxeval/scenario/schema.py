@@ -362,6 +362,12 @@ class Scenario(Strict):
         default_factory=list, description="rules the user states that answers must respect"
     )
     probes: list[Probe] = Field(min_length=1, description="the questions asked at turn N+1")
+    recorded_windows: str | None = Field(
+        default=None,
+        description="A JSON file, relative to this one and confined like !include, of the "
+        "windows production sent (written by `ctxeval import` from traces); the 'recorded' "
+        "strategy replays them",
+    )
     # Consumed by the loader before validation; declared for the JSON Schema.
     vars: dict[str, Any] | None = Field(
         default=None,

@@ -24,7 +24,8 @@ StrategyFactory = Callable[..., ContextStrategy]
 
 _BUILTINS: dict[str, StrategyFactory] = {}
 # Built-ins that ``all`` leaves out: they are nothing without their parameters.
-_NOT_IN_ALL = frozenset({"pipeline"})
+# ``recorded`` needs a scenario imported from traces.
+_NOT_IN_ALL = frozenset({"pipeline", "recorded"})
 
 
 class UnknownStrategyError(ValueError):
@@ -77,6 +78,7 @@ def _load_builtins() -> None:
         observation_mask,
         pipeline,
         rag,
+        recorded,
         sliding,
         subagent,
         summarize,
