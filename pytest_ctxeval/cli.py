@@ -15,6 +15,8 @@ from .gate import cli as gate_cli
 from .gate.baseline import BaselineError
 from .llm.error_text import error_line
 from .scenario.schema_command import schema_command
+from .traces import TRACE_FORMATS
+from .traces import cli as traces_cli
 
 if TYPE_CHECKING:
     from .scenario.build import Conversation
@@ -139,7 +141,10 @@ def build_parser() -> CliParser:
     importer = command("import", "Turn real transcripts into scenario files")
     # No argparse choices: an unknown format gets our own message and exit code 1.
     importer.add_argument(
-        "format", metavar="FORMAT", help="One of locomo, multichallenge, openai-jsonl, tau-bench"
+        "format",
+        metavar="FORMAT",
+        help="One of locomo, multichallenge, openai-jsonl, tau-bench; traces: "
+        "openinference, otel",
     )
     importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
     importer.add_argument(
@@ -151,6 +156,7 @@ def build_parser() -> CliParser:
         default=None,
         help="locomo: each session a chat of its own (split, the default) or all one chat (join)",
     )
+    traces_cli.add_arguments(importer)
     return parser
 
 
@@ -320,8 +326,10 @@ def _import(args: argparse.Namespace) -> int:
     from .scenario.importers import IMPORTERS, TranscriptError, import_file, write_scenarios
     from .scenario.importers._common import candidate_summary
 
+    if args.format in TRACE_FORMATS:
+        return traces_cli.run(args)
     if args.format not in IMPORTERS:
-        known = ", ".join(sorted(IMPORTERS))
+        known = ", ".join(sorted([*IMPORTERS, *TRACE_FORMATS]))
         print(
             f"ctxeval import: unknown format {args.format!r}; known formats: {known}",
             file=sys.stderr,
