@@ -11,8 +11,8 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..llm.request_text import message_texts
-from ..recorded_windows import RecordedWindow
 from ..llm.text import contains_phrase, normalise
+from ..recorded_windows import RecordedWindow
 from .generators import GenerateSpec, generate_text, generate_turns
 from .schema import (
     AssistantTurn,

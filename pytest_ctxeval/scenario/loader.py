@@ -22,10 +22,10 @@ from pydantic import BaseModel, ValidationError
 from ..evaluate.matching import occurs
 from ..redact import register_scenario_secret
 from .build import BuildProblem, Conversation, build_conversation, generated_specs
-from .recorded_file import read_recorded_windows
 from .errors import Problem, ScenarioError, ScenarioWarning, closest
 from .generators import estimated_tokens, size_knob
 from .limits import InvalidLimit, Limits
+from .recorded_file import read_recorded_windows
 from .schema import TURN_KINDS, Expectation, Scenario
 from .templating import (
     Renderer,

@@ -55,7 +55,9 @@ class TraceImport:
         return lines
 
 
-def read_calls(fmt: str, path: Path, source: str, options: TraceOptions) -> tuple[list[ChatCall], ReadStats]:
+def read_calls(
+    fmt: str, path: Path, source: str, options: TraceOptions
+) -> tuple[list[ChatCall], ReadStats]:
     spans = read_spans(read_text(path, source), source)
     stats = ReadStats(spans=len(spans))
     if fmt == "openinference":
@@ -119,4 +121,10 @@ def write_files(files: dict[str, str], out_dir: str | Path) -> list[Path]:
     return written
 
 
-__all__: Sequence[str] = ("TRACE_FORMATS", "TraceImport", "TraceOptions", "import_traces", "write_files")
+__all__: Sequence[str] = (
+    "TRACE_FORMATS",
+    "TraceImport",
+    "TraceOptions",
+    "import_traces",
+    "write_files",
+)

@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--session-key",
         metavar="ATTRIBUTE",
         help="The span attribute that names a conversation, where no convention applies "
-        "(default: gen_ai.conversation.id or session.id, on the span or an ancestor; else the trace)",
+        "(default: gen_ai.conversation.id or session.id, on the span or an ancestor; "
+        "else the trace)",
     )
     group.add_argument(
         "--longer-than",
@@ -46,10 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.sessions is not None:
-        print(f"ctxeval import: --sessions applies to locomo only, not to {args.format}", file=sys.stderr)
+        print(
+            f"ctxeval import: --sessions applies to locomo only, not to {args.format}",
+            file=sys.stderr,
+        )
         return 1
     if args.longer_than < 0:
-        print(f"ctxeval import: --longer-than {args.longer_than}: expected 0 or more", file=sys.stderr)
+        print(
+            f"ctxeval import: --longer-than {args.longer_than}: expected 0 or more", file=sys.stderr
+        )
         return 1
     try:
         redactor = Redactor(compile_patterns(args.redact_pattern))
@@ -57,7 +63,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"ctxeval import: {exc}", file=sys.stderr)
         return 1
     options = TraceOptions(
-        logs=args.logs, session_key=args.session_key, longer_than=args.longer_than, redactor=redactor
+        logs=args.logs,
+        session_key=args.session_key,
+        longer_than=args.longer_than,
+        redactor=redactor,
     )
     source = str(args.file)
     try:

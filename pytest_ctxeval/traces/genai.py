@@ -138,8 +138,8 @@ def _from_events(events: list[Event]) -> tuple[list[Message] | None, list[Messag
         if event.name in _MESSAGE_EVENTS:
             messages.append(_event_message(_MESSAGE_EVENTS[event.name], body))
         elif event.name == "gen_ai.choice":
-            message = body.get("message") if isinstance(body.get("message"), dict) else body
-            output.append(_event_message("assistant", message))
+            inner = body.get("message")
+            output.append(_event_message("assistant", inner if isinstance(inner, dict) else body))
     if not messages:
         return None, output
     return messages, output
@@ -151,7 +151,9 @@ def _event_message(role: str, body: dict[str, Any]) -> Message:
     message: Message = {"role": role}
     if role == "tool":
         message["tool_call_id"] = str(body.get("id") or body.get("tool_call_id") or "")
-    message["content"] = _text(content) if content is not None else (None if role == "assistant" else "")
+    message["content"] = (
+        _text(content) if content is not None else (None if role == "assistant" else "")
+    )
     calls = body.get("tool_calls")
     if isinstance(calls, list) and calls:
         message["tool_calls"] = [

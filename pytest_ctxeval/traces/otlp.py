@@ -76,7 +76,9 @@ def export_requests(text: str, source: str) -> list[tuple[Where, dict[str, Any]]
             ) from None
         if not isinstance(value, dict):
             raise TranscriptError(
-                source, Where(line=number), f"expected an OTLP export request, got {type_name(value)}"
+                source,
+                Where(line=number),
+                f"expected an OTLP export request, got {type_name(value)}",
             )
         found.append((Where(line=number), value))
     return found
@@ -90,7 +92,9 @@ def _one_document(text: str, source: str) -> list[tuple[Where, dict[str, Any]]]:
             source, Where(line=exc.lineno), f"invalid JSON: {exc.msg} at column {exc.colno}"
         ) from None
     if not isinstance(value, dict):
-        raise TranscriptError(source, None, f"expected an OTLP export request, got {type_name(value)}")
+        raise TranscriptError(
+            source, None, f"expected an OTLP export request, got {type_name(value)}"
+        )
     return [(Where(line=1), value)]
 
 
@@ -118,7 +122,9 @@ def read_log_events(text: str, source: str) -> list[Event]:
                     events.append(
                         Event(
                             name=name,
-                            time_ns=nanos(_get(raw, "timeUnixNano") or _get(raw, "observedTimeUnixNano")),
+                            time_ns=nanos(
+                                _get(raw, "timeUnixNano") or _get(raw, "observedTimeUnixNano")
+                            ),
                             attributes=attrs,
                             body=any_value(raw.get("body")),
                             trace_id=span_id(_get(raw, "traceId")),

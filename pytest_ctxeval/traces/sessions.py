@@ -108,7 +108,10 @@ def _index_of(merged: list[Message], message: Message) -> int:
 def _key(message: Message) -> tuple[Any, ...]:
     content = message.get("content")
     text = content if isinstance(content, str) or content is None else json.dumps(content)
-    calls = tuple(str(c.get("id") or (c.get("function") or {}).get("name")) for c in message.get("tool_calls") or [])
+    calls = tuple(
+        str(c.get("id") or (c.get("function") or {}).get("name"))
+        for c in message.get("tool_calls") or []
+    )
     return (message.get("role"), (text or "").strip(), calls, message.get("tool_call_id"))
 
 
