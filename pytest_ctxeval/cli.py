@@ -143,8 +143,8 @@ def build_parser() -> CliParser:
     importer.add_argument(
         "format",
         metavar="FORMAT",
-        help="One of locomo, multichallenge, openai-jsonl, tau-bench; traces: "
-        "openinference, otel",
+        help="Transcripts: locomo, multichallenge, openai-jsonl, tau-bench. "
+        "Traces: openinference, otel",
     )
     importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
     importer.add_argument(

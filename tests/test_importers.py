@@ -499,7 +499,7 @@ def test_cli_unknown_format_lists_the_formats(
     err = capsys.readouterr().err
     assert err == (
         "ctxeval import: unknown format 'sharegpt'; "
-        "known formats: locomo, multichallenge, openai-jsonl, tau-bench\n"
+        "known formats: locomo, multichallenge, openai-jsonl, openinference, otel, tau-bench\n"
     )
 
 

@@ -402,3 +402,36 @@ def test_show_prints_the_window_production_sent(
     assert "Nordpost" not in json.dumps(shown)  # production's last window had lost the lookup
     assert main(["show", str(scenario), "--strategy", "full", "--json"]) == 0
     assert "Nordpost" in capsys.readouterr().out
+
+
+def test_the_fixtures_are_what_the_real_instrumentations_export(tmp_path: Path) -> None:
+    """make_traces.py, run again with the libraries of the ``traces`` extra,
+    exports sessions that import exactly as the committed fixtures do."""
+    import subprocess
+    import sys
+
+    for module in ("openai", "opentelemetry.sdk", "openinference.instrumentation.openai"):
+        pytest.importorskip(module, reason="the traces extra is not installed")
+    pytest.importorskip("pydantic_ai", reason="the traces extra is not installed")
+    pytest.importorskip("opentelemetry.instrumentation.openai_v2")
+    script = FIXTURES / "make_traces.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    for name, (fmt, traces, logs, _) in EXPORTS.items():
+        options = TraceOptions(logs=tmp_path / logs if logs else None)
+        fresh = import_traces(fmt, tmp_path / traces, options)
+        committed = import_traces(
+            fmt, FIXTURES / traces, TraceOptions(logs=FIXTURES / logs if logs else None)
+        )
+        counts = [
+            (r.stats.chat_spans, r.built.turns, r.built.tool_calls, r.built.recorded)
+            for r in (fresh, committed)
+        ]
+        assert counts[0] == counts[1], name
+        windows = [
+            [[m for w in ws for m in w.messages] for ws in r.built.windows.values()]
+            for r in (fresh, committed)
+        ]
+        assert windows[0] == windows[1], name
