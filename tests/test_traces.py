@@ -229,6 +229,14 @@ def test_done_when_production_dropped_a_tool_output(ctx: Any, xdist_args: tuple[
     losses = [k for k, r in records.items() if r["classification"] == "context_loss"]
     # One per instrumentation: the session whose last window lacked the lookup.
     assert len(losses) == 3 and all(k[1] == "recorded" for k in losses)
+    for key in losses:
+        # The record (and so the report) marks what production's window lacked:
+        # the first look-up's call and output, messages 2 and 3; the system prompt was sent.
+        parts = records[key]["window_trace"]
+        dropped = [(p["from"], p["to"]) for p in parts if p["mark"] == "dropped"]
+        assert dropped == [(2, 3)], parts
+        first = next(p for p in parts if p["mark"] != "tools")
+        assert first["mark"] == "kept" and first["role"] == "system"
 
 
 def _is_dropped(record: dict[str, Any]) -> bool:

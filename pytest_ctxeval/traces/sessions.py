@@ -131,6 +131,7 @@ def build_drafts(
         where = Where(line=session.calls[0].span.where.line)
         messages = list(session.messages)
         split = split_at_last_user(messages, source, where, "session")
+        split.system = session.system
         probe_at = len(split.turns)  # the index of the probe in ``messages``
         scenario_id = _unique(slugify(f"{stem}-{session.key}", fallback="session"), taken)
         numbers = message_numbers(split.turns)
