@@ -144,9 +144,11 @@ def build_parser() -> CliParser:
         "format",
         metavar="FORMAT",
         help="Transcripts: locomo, multichallenge, openai-jsonl, tau-bench. "
-        "Traces: openinference, otel",
+        "Traces: openinference, otel, phoenix (a running server)",
     )
-    importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
+    importer.add_argument(
+        "file", metavar="FILE", type=Path, nargs="?", help="The transcript file (not for phoenix)"
+    )
     importer.add_argument(
         "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
     )
@@ -335,6 +337,9 @@ def _import(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.file is None:
+        print(f"ctxeval import: {args.format} needs FILE, the transcript file", file=sys.stderr)
+        return 2
     source = str(args.file)
     try:
         drafts = import_file(args.format, args.file, sessions=args.sessions)

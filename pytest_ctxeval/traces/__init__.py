@@ -23,12 +23,17 @@ from .otlp import read_log_events, read_spans
 from .redaction import Redactor
 from .sessions import Built, build_drafts, rebuild
 
-TRACE_FORMATS = ("openinference", "otel")
+TRACE_FORMATS = ("openinference", "otel", "phoenix")
 
 
 @dataclass
 class TraceOptions:
     logs: Path | None = None
+    # phoenix: the server, the project, and which spans.
+    endpoint: str | None = None
+    project: str | None = None
+    since: str | None = None
+    session: str | None = None
     session_key: str | None = None
     longer_than: int = 0
     redactor: Redactor = field(default_factory=Redactor)
@@ -56,11 +61,22 @@ class TraceImport:
 
 
 def read_calls(
-    fmt: str, path: Path, source: str, options: TraceOptions
+    fmt: str, path: Path | None, source: str, options: TraceOptions
 ) -> tuple[list[ChatCall], ReadStats]:
-    spans = read_spans(read_text(path, source), source)
+    if fmt == "phoenix":
+        from .phoenix import fetch_spans
+
+        if not options.endpoint or not options.project:
+            raise TranscriptError(source, None, "phoenix needs --endpoint URL and --project NAME")
+        spans = fetch_spans(
+            options.endpoint, options.project, since=options.since, session=options.session
+        )
+    else:
+        if path is None:
+            raise TranscriptError(source, None, f"{fmt} needs a traces FILE")
+        spans = read_spans(read_text(path, source), source)
     stats = ReadStats(spans=len(spans))
-    if fmt == "openinference":
+    if fmt in ("openinference", "phoenix"):
         if options.logs is not None:
             raise TranscriptError(source, None, "--logs applies to otel only, not to openinference")
         calls = read_openinference_calls(spans, options.session_key, stats)
@@ -96,10 +112,10 @@ def read_calls(
 
 
 def import_traces(
-    fmt: str, path: str | Path, options: TraceOptions, source: str | None = None
+    fmt: str, path: str | Path | None, options: TraceOptions, source: str | None = None
 ) -> TraceImport:
     shown = source or str(path)
-    calls, stats = read_calls(fmt, Path(path), shown, options)
+    calls, stats = read_calls(fmt, Path(path) if path is not None else None, shown, options)
     built = build_drafts(rebuild(calls), shown, fmt, longer_than=options.longer_than)
     files = render_scenarios(built.drafts, shown)
     for index, draft in enumerate(built.drafts):

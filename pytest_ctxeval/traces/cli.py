@@ -22,6 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "instrumentations, joined to their spans",
     )
     group.add_argument(
+        "--endpoint", metavar="URL", help="phoenix: the server, e.g. http://localhost:6006"
+    )
+    group.add_argument("--project", metavar="NAME", help="phoenix: the project to read")
+    group.add_argument("--session", metavar="ID", help="phoenix: only this session's traces")
+    group.add_argument("--since", metavar="TIME", help="phoenix: only spans from this ISO time on")
+    group.add_argument(
         "--session-key",
         metavar="ATTRIBUTE",
         help="The span attribute that names a conversation, where no convention applies "
@@ -62,13 +68,21 @@ def run(args: argparse.Namespace) -> int:
     except BadPattern as exc:
         print(f"ctxeval import: {exc}", file=sys.stderr)
         return 1
+    problem = _misplaced(args)
+    if problem:
+        print(f"ctxeval import: {problem}", file=sys.stderr)
+        return 2
     options = TraceOptions(
         logs=args.logs,
+        endpoint=args.endpoint,
+        project=args.project,
+        since=args.since,
+        session=args.session,
         session_key=args.session_key,
         longer_than=args.longer_than,
         redactor=redactor,
     )
-    source = str(args.file)
+    source = str(args.project) if args.format == "phoenix" else str(args.file)
     try:
         result = import_traces(args.format, args.file, options, source)
         written = write_files(result.files, args.output)
@@ -88,3 +102,19 @@ def run(args: argparse.Namespace) -> int:
     if redactor.count:
         print(f"{source}: redacted {redactor.count} text(s)")
     return 0
+
+
+def _misplaced(args: argparse.Namespace) -> str | None:
+    """An option or FILE given where it does not apply, or missing where it must be."""
+    remote = (args.endpoint, args.project, args.since, args.session)
+    if args.format == "phoenix":
+        if args.file is not None:
+            return "phoenix reads a server (--endpoint URL --project NAME), not a FILE"
+        if not args.endpoint or not args.project:
+            return "phoenix needs --endpoint URL and --project NAME"
+        return None
+    if args.file is None:
+        return f"{args.format} needs FILE, the traces file"
+    if any(v is not None for v in remote):
+        return "--endpoint, --project, --session and --since apply to phoenix only"
+    return None
