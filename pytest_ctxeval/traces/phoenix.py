@@ -62,7 +62,8 @@ def fetch_spans(
 
 
 def phoenix_span(raw: dict[str, Any], where: Where) -> Span:
-    context = raw.get("context") if isinstance(raw.get("context"), dict) else {}
+    found = raw.get("context")
+    context: dict[str, Any] = found if isinstance(found, dict) else {}
     attributes = dict(raw.get("attributes") or {})
     kind = raw.get("span_kind")
     if kind and "openinference.span.kind" not in attributes:
