@@ -144,7 +144,7 @@ def build_parser() -> CliParser:
         "format",
         metavar="FORMAT",
         help="Transcripts: locomo, multichallenge, openai-jsonl, tau-bench. "
-        "Traces: openinference, otel, phoenix (a running server)",
+        "Traces: langfuse, langsmith, openinference, otel, phoenix (a running server)",
     )
     importer.add_argument(
         "file", metavar="FILE", type=Path, nargs="?", help="The transcript file (not for phoenix)"

@@ -443,3 +443,58 @@ def test_the_fixtures_are_what_the_real_instrumentations_export(tmp_path: Path) 
             for r in (fresh, committed)
         ]
         assert windows[0] == windows[1], name
+
+
+@pytest.mark.parametrize(
+    "fmt, name", [("langfuse", "langfuse.json"), ("langsmith", "langsmith.jsonl")]
+)
+def test_langfuse_and_langsmith_exports_give_the_same_sessions_and_windows(
+    fmt: str, name: str
+) -> None:
+    """Hand-made in their documented shapes (make_exports.py) from the
+    OpenInference export's requests: they import to the same windows."""
+    ours = import_traces(fmt, FIXTURES / name, TraceOptions())
+    reference = import_traces("openinference", FIXTURES / "openinference.jsonl", TraceOptions())
+    assert (ours.built.sessions, ours.built.turns, ours.built.tool_calls, ours.built.recorded) == (
+        2,
+        5,
+        4,
+        8,
+    )
+
+    def windows(result: Any) -> list[Any]:
+        return [
+            [(w.at_message, w.messages, w.tools) for w in ws]
+            for ws in result.built.windows.values()
+        ]
+
+    assert windows(ours) == windows(reference)
+    if fmt == "langsmith":
+        assert ours.stats.skipped == {"runs that are no llm call (chain)": 9}
+
+
+def test_langsmith_reads_langchain_serialised_messages() -> None:
+    from pytest_ctxeval.traces.exports import _message
+
+    assert _message({"type": "human", "data": {"content": "hi"}}) == {
+        "role": "user",
+        "content": "hi",
+    }
+    ai = {
+        "lc": 1,
+        "id": ["langchain", "schema", "messages", "AIMessage"],
+        "kwargs": {"content": "", "tool_calls": [{"id": "c1", "name": "lookup", "args": {"q": 1}}]},
+    }
+    assert _message(ai) == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "lookup", "arguments": '{"q": 1}'},
+            }
+        ],
+    }
+    tool = {"type": "tool", "data": {"content": "42", "tool_call_id": "c1"}}
+    assert _message(tool) == {"role": "tool", "content": "42", "tool_call_id": "c1"}

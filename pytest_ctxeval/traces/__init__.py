@@ -23,7 +23,7 @@ from .otlp import read_log_events, read_spans
 from .redaction import Redactor
 from .sessions import Built, build_drafts, rebuild
 
-TRACE_FORMATS = ("openinference", "otel", "phoenix")
+TRACE_FORMATS = ("langfuse", "langsmith", "openinference", "otel", "phoenix")
 
 
 @dataclass
@@ -71,9 +71,18 @@ def read_calls(
         spans = fetch_spans(
             options.endpoint, options.project, since=options.since, session=options.session
         )
+    elif path is None:
+        raise TranscriptError(source, None, f"{fmt} needs a traces FILE")
+    elif fmt in ("langfuse", "langsmith"):
+        from .exports import read_langfuse_calls, read_langsmith_calls
+
+        if options.logs is not None:
+            raise TranscriptError(source, None, f"--logs applies to otel only, not to {fmt}")
+        reader = read_langfuse_calls if fmt == "langfuse" else read_langsmith_calls
+        stats = ReadStats()
+        calls = reader(read_text(path, source), source, options.session_key, stats)
+        return _checked(calls, stats, fmt, source, options)
     else:
-        if path is None:
-            raise TranscriptError(source, None, f"{fmt} needs a traces FILE")
         spans = read_spans(read_text(path, source), source)
     stats = ReadStats(spans=len(spans))
     if fmt in ("openinference", "phoenix"):
@@ -85,9 +94,16 @@ def read_calls(
         if options.logs is not None:
             logs = read_log_events(read_text(options.logs, str(options.logs)), str(options.logs))
         calls = read_genai_calls(spans, logs, options.session_key, stats)
+    return _checked(calls, stats, fmt, source, options)
+
+
+def _checked(
+    calls: list[ChatCall], stats: ReadStats, fmt: str, source: str, options: TraceOptions
+) -> tuple[list[ChatCall], ReadStats]:
+    """The calls, redacted; an error when none holds content."""
     if not calls:
         raise TranscriptError(
-            source, None, f"no chat spans among its {len(spans)} span(s) (is this {fmt}?)"
+            source, None, f"no chat spans among its {stats.spans} span(s) (is this {fmt}?)"
         )
     if all(c.messages is None for c in calls):
         hint = (
