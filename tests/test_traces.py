@@ -302,6 +302,13 @@ def test_a_recorded_windows_file_outside_the_root_is_refused(tmp_path: Path) -> 
     path.write_text(text.replace("../outside.json", "missing.json"))
     with pytest.raises(ScenarioError, match=r"recorded_windows 'missing.json': no such file"):
         load_conversations(path)
+    (out / "bad.json").write_text('{"format": "ctxeval-recorded-windows/1", "windows": [{}]}')
+    path.write_text(text.replace("../outside.json", "bad.json"))
+    with pytest.raises(ScenarioError, match=r"windows\[0\]\.at_message: expected a whole number"):
+        load_conversations(path)
+    (out / "bad.json").write_text("{not json")
+    with pytest.raises(ScenarioError, match=r"'bad.json': invalid JSON at line 1, column 2"):
+        load_conversations(path)
 
 
 def test_content_capture_off_is_an_error_not_empty_windows(

@@ -5,8 +5,10 @@ session rebuilding (``sessions``) works on these alone."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .otlp import Span
@@ -56,8 +58,6 @@ def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     """A chat-completions tool call; arguments that are not a string are
     JSON-encoded, as the request would have carried them."""
     if not isinstance(arguments, str):
-        import json
-
         arguments = json.dumps(arguments, ensure_ascii=False) if arguments is not None else ""
     call: dict[str, Any] = {}
     if call_id not in (None, ""):
@@ -65,3 +65,30 @@ def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     call["type"] = "function"
     call["function"] = {"name": str(name or "tool"), "arguments": arguments}
     return call
+
+
+def json_value(value: Any) -> Any:
+    """A JSON string attribute parsed; anything else (or text that is no JSON) as it is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def time_nanos(value: Any) -> int:
+    """A time as nanoseconds since the epoch: from nanoseconds (int or float),
+    or an ISO string; 0 when it is neither."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and value:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
+        except ValueError:
+            return 0
+    return 0

@@ -18,11 +18,10 @@ Both are read into the same calls as OTLP traces."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 from ..scenario.importers._common import TranscriptError, Where, type_name
-from .calls import ChatCall, Message, ReadStats, tool_call
+from .calls import ChatCall, Message, ReadStats, time_nanos, tool_call
 from .otlp import Span
 
 _LANGCHAIN_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -192,11 +191,6 @@ def _span(item: dict[str, Any], trace: str, own: str, start: Any, where: Where) 
 
 
 def _nanos(value: Any) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value * 1e6) if value < 1e14 else int(value)  # epoch ms, or ns
-    if isinstance(value, str) and value:
-        try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
-        except ValueError:
-            return 0
-    return 0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 1e14:
+        return int(value * 1e6)  # epoch milliseconds
+    return time_nanos(value)

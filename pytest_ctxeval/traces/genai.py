@@ -22,7 +22,15 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from .calls import ChatCall, Message, ReadStats, session_key, tool_call
+from .calls import (
+    ChatCall,
+    Message,
+    ReadStats,
+    int_or_none,
+    json_value,
+    session_key,
+    tool_call,
+)
 from .otlp import Event, Span
 
 CHAT_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -72,19 +80,19 @@ def read_genai_calls(
                     or span.attributes.get("gen_ai.response.model")
                     or ""
                 ),
-                input_tokens=_int(span.attributes.get("gen_ai.usage.input_tokens")),
-                output_tokens=_int(span.attributes.get("gen_ai.usage.output_tokens")),
+                input_tokens=int_or_none(span.attributes.get("gen_ai.usage.input_tokens")),
+                output_tokens=int_or_none(span.attributes.get("gen_ai.usage.output_tokens")),
             )
         )
     return calls
 
 
 def _from_attributes(attrs: dict[str, Any]) -> tuple[list[Message] | None, list[Message]]:
-    raw = _json(attrs.get("gen_ai.input.messages"))
+    raw = json_value(attrs.get("gen_ai.input.messages"))
     if not isinstance(raw, list):
         return None, []
     messages: list[Message] = []
-    instructions = _json(attrs.get("gen_ai.system_instructions"))
+    instructions = json_value(attrs.get("gen_ai.system_instructions"))
     if isinstance(instructions, list) and instructions:
         messages.append({"role": "system", "content": _parts_text(instructions)})
     elif isinstance(instructions, str) and instructions:
@@ -92,7 +100,7 @@ def _from_attributes(attrs: dict[str, Any]) -> tuple[list[Message] | None, list[
     for item in raw:
         messages.extend(_parts_message(item))
     output: list[Message] = []
-    for item in _json(attrs.get("gen_ai.output.messages")) or []:
+    for item in json_value(attrs.get("gen_ai.output.messages")) or []:
         output.extend(_parts_message(item))
     return messages, output
 
@@ -170,7 +178,7 @@ def _event_message(role: str, body: dict[str, Any]) -> Message:
 
 def _tools(value: Any) -> list[dict[str, Any]]:
     """GenAI tool definitions as chat-completions tools."""
-    items = _json(value)
+    items = json_value(value)
     if not isinstance(items, list):
         return []
     tools = []
@@ -204,16 +212,3 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -10,11 +10,18 @@ the span or an ancestor."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from .calls import ChatCall, Message, ReadStats, session_key, tool_call
+from .calls import (
+    ChatCall,
+    Message,
+    ReadStats,
+    int_or_none,
+    json_value,
+    session_key,
+    tool_call,
+)
 from .otlp import Span
 
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
@@ -40,7 +47,7 @@ def read_openinference_calls(
             continue
         stats.chat_spans += 1
         attrs = span.attributes
-        request = _json(attrs.get("input.value")) if _is_json(attrs) else None
+        request = json_value(attrs.get("input.value")) if _is_json(attrs) else None
         messages: list[Message] | None
         tools: list[dict[str, Any]]
         if isinstance(request, dict) and isinstance(request.get("messages"), list):
@@ -50,7 +57,9 @@ def read_openinference_calls(
             messages = flattened_messages(attrs, "llm.input_messages") or None
             tools = [
                 t
-                for t in (_json(v.get("tool.json_schema")) for v in _indexed(attrs, "llm.tools"))
+                for t in (
+                    json_value(v.get("tool.json_schema")) for v in _indexed(attrs, "llm.tools")
+                )
                 if isinstance(t, dict)
             ]
         if messages is None:
@@ -63,8 +72,8 @@ def read_openinference_calls(
                 output=flattened_messages(attrs, "llm.output_messages"),
                 tools=tools,
                 model=str(attrs.get("llm.model_name") or ""),
-                input_tokens=_int(attrs.get("llm.token_count.prompt")),
-                output_tokens=_int(attrs.get("llm.token_count.completion")),
+                input_tokens=int_or_none(attrs.get("llm.token_count.prompt")),
+                output_tokens=int_or_none(attrs.get("llm.token_count.completion")),
             )
         )
     return calls
@@ -120,16 +129,3 @@ def _indexed(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
 def _is_json(attrs: dict[str, Any]) -> bool:
     mime = attrs.get("input.mime_type")
     return mime in (None, "application/json")
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    return value
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from ..scenario.importers._common import TranscriptError, Where
+from .calls import time_nanos
 from .otlp import Span
 
 PAGE = 1000
@@ -74,8 +75,8 @@ def phoenix_span(raw: dict[str, Any], where: Where) -> Span:
         parent_id=str(raw.get("parent_id") or ""),
         name=str(raw.get("name") or ""),
         kind=0,
-        start_ns=_nanos(raw.get("start_time")),
-        end_ns=_nanos(raw.get("end_time")),
+        start_ns=time_nanos(raw.get("start_time")),
+        end_ns=time_nanos(raw.get("end_time")),
         attributes=attributes,
         where=where,
     )
@@ -103,17 +104,6 @@ def _get(url: str, shown: str, api_key: str | None, timeout_s: float) -> dict[st
     if not isinstance(data, dict):
         raise TranscriptError(shown, None, "the server's answer is not a page of spans")
     return data
-
-
-def _nanos(value: Any) -> int:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str) and value:
-        try:
-            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
-        except ValueError:
-            return 0
-    return 0
 
 
 def _iso(value: str, shown: str) -> str:
