@@ -106,6 +106,9 @@ def test_turns_tool_calls_and_windows_are_counted_as_the_exporter_wrote_them(
     assert sum(len(w["windows"]) for w in windows) == expected["chat spans"] - 1
     assert f"{expected['chat spans'] - 1} window(s)" in printed
     assert len(list(tmp_path.glob("*.yaml"))) == 2 and "2 session(s)" in printed
+    # The model and the token usage the spans report go into the description.
+    assert all("model test-model" in p.read_text() for p in tmp_path.glob("*.yaml"))
+    assert all("input tokens" in p.read_text() for p in tmp_path.glob("*.yaml"))
 
 
 def _recorded_windows(out: Path) -> dict[str, list[dict[str, Any]]]:

@@ -152,7 +152,7 @@ def build_drafts(
             source,
             where,
             fmt,
-            description=f"Session {session.key} rebuilt from {len(session.calls)} chat span(s)",
+            description=_described(session),
             tags=["traces"],
             needles=needles,
             probes=probes,
@@ -226,6 +226,18 @@ def _evidence(
 
 def _answers(messages: list[Message]) -> str:
     return " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "assistant")
+
+
+def _described(session: TraceSession) -> str:
+    """Where the session came from, and what production's calls said of themselves."""
+    text = f"Session {session.key} rebuilt from {len(session.calls)} chat span(s)"
+    models = sorted({c.model for c in session.calls if c.model})
+    if models:
+        text += f"; model {', '.join(models)}"
+    used = [c.input_tokens for c in session.calls if c.input_tokens is not None]
+    if used:
+        text += f"; production's calls reported {sum(used):,} input tokens"
+    return text
 
 
 def _unique(base: str, taken: set[str]) -> str:
