@@ -508,3 +508,27 @@ def test_langsmith_reads_langchain_serialised_messages() -> None:
     }
     tool = {"type": "tool", "data": {"content": "42", "tool_call_id": "c1"}}
     assert _message(tool) == {"role": "tool", "content": "42", "tool_call_id": "c1"}
+
+
+def test_phoenix_rest_spans_are_read_on_their_own_terms() -> None:
+    """snake_case keys, the kind as a name outside the attributes, float
+    nanoseconds or ISO times: not OTLP/JSON."""
+    from pytest_ctxeval.scenario.importers._common import TranscriptError, Where
+    from pytest_ctxeval.traces.phoenix import _iso, phoenix_span
+
+    raw = {
+        "name": "ChatCompletion",
+        "context": {"trace_id": "ab" * 16, "span_id": "cd" * 8},
+        "span_kind": "LLM",
+        "parent_id": "ef" * 8,
+        "start_time": 1.7964e18,
+        "end_time": "2026-12-02T02:30:10.598752+00:00",
+        "attributes": {"session.id": "s1"},
+    }
+    span = phoenix_span(raw, Where(item=0))
+    assert (span.trace_id, span.span_id, span.parent_id) == ("ab" * 16, "cd" * 8, "ef" * 8)
+    assert span.attributes == {"session.id": "s1", "openinference.span.kind": "LLM"}
+    assert span.start_ns == int(1.7964e18) and span.end_ns == 1796178610598752000
+    assert _iso("2026-11-30T08:00:00Z", "x") == "2026-11-30T08:00:00+00:00"
+    with pytest.raises(TranscriptError, match="--since 'yesterday': expected an ISO date"):
+        _iso("yesterday", "x")
