@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 
 from .base import BaseStrategy, Window
-from .registry import register_strategy
+from .registration import register_strategy
 
 
 class NoRecordedWindow(LookupError):
