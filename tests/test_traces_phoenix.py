@@ -91,7 +91,8 @@ def phoenix_url(tmp_path: Path) -> Iterator[tuple[str, str]]:
             if line is None:
                 pytest.skip(f"Phoenix exited while starting: {''.join(seen[-5:])}")
             seen.append(line)
-            if "Uvicorn running" in line or "Application startup complete" in line:
+            # uvicorn binds its socket after "Application startup complete".
+            if "Uvicorn running" in line:
                 break
         with urllib.request.urlopen(f"{url}/healthz", timeout=30) as response:
             assert response.status == 200
