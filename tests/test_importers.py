@@ -499,7 +499,8 @@ def test_cli_unknown_format_lists_the_formats(
     err = capsys.readouterr().err
     assert err == (
         "ctxeval import: unknown format 'sharegpt'; "
-        "known formats: locomo, multichallenge, openai-jsonl, tau-bench\n"
+        "known formats: langfuse, langsmith, locomo, multichallenge, openai-jsonl, openinference, "
+        "otel, phoenix, tau-bench\n"
     )
 
 

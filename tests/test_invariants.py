@@ -31,7 +31,9 @@ def accepts_budget(factory: Any) -> bool:
 
 
 # Strategies that are nothing without their parameters: tested with them in test_pipeline.
-NEEDS_PARAMS = {"pipeline"}
+# ``recorded`` replays windows a trace holds (tests/test_traces.py): these
+# sessions have none.
+NEEDS_PARAMS = {"pipeline", "recorded"}
 
 
 @pytest.mark.parametrize("name", sorted(set(REGISTERED) - NEEDS_PARAMS))

@@ -448,7 +448,8 @@ def test_pytest_reads_the_limits_from_the_environment(ctx, monkeypatch):
         pytest.param(
             "id: s\nturns: [{user: hi}]\nprob: [{id: p, user: q}]\nprobes: [{id: p, user: q}]\n",
             "unknown key 'prob' in scenario; expected one of: id, description, tags, system, "
-            "turns, sessions, needles, constraints, probes, mode, rollout, vars, matrix; "
+            "turns, sessions, needles, constraints, probes, mode, rollout, recorded_windows, "
+            "vars, matrix; "
             "did you mean 'probes'?",
             id="top-level",
         ),

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..traces import TRACE_FORMATS
+from ..traces import cli as traces_cli
 from .command import AddCommand, Handler
 
 
@@ -13,9 +15,14 @@ def add(command: AddCommand) -> None:
     importer = command("import", "Turn real transcripts into scenario files")
     # No argparse choices: an unknown format gets our own message and exit code 1.
     importer.add_argument(
-        "format", metavar="FORMAT", help="One of locomo, multichallenge, openai-jsonl, tau-bench"
+        "format",
+        metavar="FORMAT",
+        help="Transcripts: locomo, multichallenge, openai-jsonl, tau-bench. "
+        "Traces: langfuse, langsmith, openinference, otel, phoenix (a running server)",
     )
-    importer.add_argument("file", metavar="FILE", type=Path, help="The transcript file")
+    importer.add_argument(
+        "file", metavar="FILE", type=Path, nargs="?", help="The transcript file (not for phoenix)"
+    )
     importer.add_argument(
         "-o", "--output", metavar="DIR", type=Path, required=True, help="Directory to write to"
     )
@@ -25,19 +32,25 @@ def add(command: AddCommand) -> None:
         default=None,
         help="locomo: each session a chat of its own (split, the default) or all one chat (join)",
     )
+    traces_cli.add_arguments(importer)
 
 
 def _import(args: argparse.Namespace) -> int:
     from ..scenario.importers import IMPORTERS, TranscriptError, import_file, write_scenarios
     from ..scenario.importers._common import candidate_summary
 
+    if args.format in TRACE_FORMATS:
+        return traces_cli.run(args)
     if args.format not in IMPORTERS:
-        known = ", ".join(sorted(IMPORTERS))
+        known = ", ".join(sorted([*IMPORTERS, *TRACE_FORMATS]))
         print(
             f"ctxeval import: unknown format {args.format!r}; known formats: {known}",
             file=sys.stderr,
         )
         return 1
+    if args.file is None:
+        print(f"ctxeval import: {args.format} needs FILE, the transcript file", file=sys.stderr)
+        return 2
     source = str(args.file)
     try:
         drafts = import_file(args.format, args.file, sessions=args.sessions)

@@ -30,7 +30,9 @@ def window_at(
     setup = getattr(strategy, "setup", None)
     if callable(setup):
         counter = StrategyCallCounter(ModelClient(model), SessionTrace(strategy=strategy))
-        setup(counter.context(lambda text: count_text_tokens(text, model)))
+        context = counter.context(lambda text: count_text_tokens(text, model))
+        context.recorded = conversation.recorded_windows  # for ``recorded``
+        setup(context)
     system = sum(1 for m in conversation.messages if m["role"] == "system")
     session = conversation.messages
     stop = len(session) if turn is None else min(system + turn - 1, len(session))

@@ -185,7 +185,9 @@ def simulate(
     setup = getattr(strategy, "setup", None)
     if callable(setup):
         counter = trace.counter = StrategyCallCounter(client, trace)
-        setup(counter.context(lambda text: count_text_tokens(text, model)))
+        context = counter.context(lambda text: count_text_tokens(text, model))
+        context.recorded = conversation.recorded_windows  # for ``recorded``
+        setup(context)
     meter = PromptMeter(model)
     ledger = session_ledger(model, cache_rules, seconds_per_request)
     trace.cache = ledger.cache

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from ..llm.request_text import message_texts
 from ..llm.text import contains_phrase, normalise
+from ..recorded_windows import RecordedWindow
 from .generators import GenerateSpec, generate_text, generate_turns
 from .schema import (
     AssistantTurn,
@@ -79,6 +80,9 @@ class Conversation:
     session_starts: list[int] = field(default_factory=list)
     # The matrix values this scenario was expanded with (empty without a matrix).
     matrix: dict[str, Any] = field(default_factory=dict)
+    # The windows production sent, by message number (``recorded_windows``,
+    # set by the loader); None for a scenario that names no such file.
+    recorded_windows: dict[int, RecordedWindow] | None = None
 
     @property
     def id(self) -> str:

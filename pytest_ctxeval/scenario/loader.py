@@ -22,6 +22,7 @@ from .build import BuildProblem, Conversation, build_conversation, generated_spe
 from .errors import Problem, ScenarioError, ScenarioWarning
 from .generators import estimated_tokens, size_knob
 from .limits import InvalidLimit, Limits
+from .recorded_file import read_recorded_windows
 from .schema import Expectation, Scenario
 from .templating import (
     Renderer,
@@ -142,6 +143,7 @@ def _parse(
             f"expected a scenario: a mapping with id, turns, probes, ...; got {_described(data)}",
         )
     file = _FileBudget(limits)
+    file.base_dir, file.root = base_dir, root  # where recorded_windows files may be read
     built: list[Conversation] = []
     problems: list[Problem] = []
     notes: list[Problem] = []  # become ScenarioWarnings
@@ -186,6 +188,7 @@ class _FileBudget:
         self.renderer = Renderer(limits)
         self.scenarios = 0  # after matrix expansion
         self.generated_tokens = 0
+        self.base_dir = self.root = Path.cwd()
 
     def add_matrix(self, combinations: int) -> None:
         self.scenarios += combinations
@@ -237,6 +240,10 @@ def _build_entry(item: Any, prefix: Loc, root: yaml.Node, file: _FileBudget) -> 
         file.add_generated(scenario)
         conversation = build_conversation(scenario)
         conversation.matrix = combo
+        if scenario.recorded_windows is not None:
+            conversation.recorded_windows = read_recorded_windows(
+                scenario.recorded_windows, file.base_dir, file.root, file.limits
+            )
         for i, probe in enumerate(conversation.probes):
             line, column = position(root, (*prefix, "probes", i))
             conversation.probe_lines[probe.id] = line

@@ -381,6 +381,12 @@ class Scenario(Strict):
     rollout: RolloutSpec | None = Field(
         default=None, description="the scripted user, tool stubs and bounds of a rollout"
     )
+    recorded_windows: str | None = Field(
+        default=None,
+        description="A JSON file, relative to this one and confined like !include, of the "
+        "windows production sent (written by `ctxeval import` from traces); the 'recorded' "
+        "strategy replays them",
+    )
     # Consumed by the loader before validation; declared for the JSON Schema.
     vars: dict[str, Any] | None = Field(
         default=None,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..messages import Message, content_text
+from ..recorded_windows import RecordedWindow
 
 __all__ = [
     "BaseStrategy",
@@ -61,6 +62,9 @@ class StrategyContext:
     # in.  Goes through the same counted client, with ``response_format`` set
     # to that schema.  None when the strategy may not call a model.
     complete_json: Callable[[list[Message], dict[str, Any]], dict[str, Any]] | None = None
+    # The windows production sent, by message number, for a scenario imported
+    # from traces (the ``recorded`` strategy replays them); None otherwise.
+    recorded: Mapping[int, RecordedWindow] | None = None
 
 
 @runtime_checkable

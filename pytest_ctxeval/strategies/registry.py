@@ -40,7 +40,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "pytest_ctxeval.strategies"
 
 # Built-ins that ``all`` leaves out: they are nothing without their parameters.
-_NOT_IN_ALL = frozenset({"pipeline"})
+# ``recorded`` needs a scenario imported from traces.
+_NOT_IN_ALL = frozenset({"pipeline", "recorded"})
 
 
 def _load_builtins() -> None:
@@ -53,6 +54,7 @@ def _load_builtins() -> None:
         observation_mask,
         pipeline,
         rag,
+        recorded,
         sliding,
         subagent,
         summarize,
