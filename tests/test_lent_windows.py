@@ -92,7 +92,8 @@ def test_the_replay_of_a_lending_strategy_gives_the_figures_of_one_that_copies(
     forks = {len(conversation.messages) // 2}
 
     def replay(strategy: Any) -> Any:
-        return simulate(conversation, strategy, client=client, model="ctxeval/oracle", fork_at=forks)
+        model = "ctxeval/oracle"
+        return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
 
     lending = replay(HeadTailStrategy(budget_tokens=budget))
     copying = replay(CopyingHeadTail(budget_tokens=budget))
