@@ -567,6 +567,25 @@ def locomo_sized() -> None:
     )
 
 
+def needle_planting() -> None:
+    """Seconds to load a file whose tool output is a 30,000-row log with 200
+    needles planted in it (tests/test_loader_hostile.py checks what is planted;
+    how long it takes is this figure, not a test)."""
+    from pytest_ctxeval.scenario.loader import parse_conversations
+
+    needles = "".join(
+        f"  - {{id: n{i}, turn: 3, text: 'Fact number {i} is true.'}}\n" for i in range(200)
+    )
+    text = (
+        "id: s\nturns:\n  - user: read the logs\n"
+        "  - tool: {name: logs, generate: {kind: log_lines, rows: 30000}}\n"
+        "needles:\n" + needles + "probes: [{id: p, user: q}]\n"
+    )
+    seconds = best_of(3, lambda: parse_conversations(text, "bench.yaml"))
+    print(f"\nneedle planting: 200 needles in a 30,000-row log: {seconds:.2f} s (best of 3)")
+    print("  reproduce: python benchmarks/bench.py --only planting")
+
+
 SCALING_PAIRS = (1_000, 2_000, 4_000)
 SCALING_LONG = (1_000, 2_000, 4_000, 8_000, 16_000, 20_000)
 
@@ -635,6 +654,7 @@ SECTIONS = {
     "long": long_session,
     "replay": replay_shape,
     "scaling": strategy_scaling,
+    "planting": needle_planting,
 }
 
 
