@@ -193,7 +193,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         "loadscope",
         "loadfile",
     )
-    ctx.note_selection(items, runs_stay_together=together)
+    selected = [
+        ((item.source, item.conversation.id, item.spec.name), item.probe.id)
+        for item in items
+        if isinstance(item, ProbeItem)
+    ]
+    ctx.note_selection(selected, runs_stay_together=together)
 
 
 def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:

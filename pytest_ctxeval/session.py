@@ -21,8 +21,8 @@ from .options import CtxOptions
 if TYPE_CHECKING:
     from .evaluate.runner import Evaluator
     from .gate.run import Gate, GateResult
-    from .report.run_info import RunInfo
     from .results.record import ResultRecord
+    from .results.run_info import RunInfo
     from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
@@ -86,7 +86,7 @@ class CtxSession:
     def run_info(self) -> RunInfo:
         """Controller side: the run's version, commit and start time, found once."""
         if self._run_info is None:
-            from .report.run_info import collect_run_info
+            from .results.run_info import collect_run_info
 
             self._run_info = collect_run_info(
                 self.rootdir,
@@ -290,22 +290,23 @@ class CtxSession:
             )
         return self._evaluator
 
-    def note_selection(self, items: list[pytest.Item], *, runs_stay_together: bool) -> None:
+    def note_selection(
+        self, probes: list[tuple[tuple[str, str, str], str]], *, runs_stay_together: bool
+    ) -> None:
         """Remember the selected probes of each run: the evaluator asks the model
         for them together, and a probe deselected with -k or -m costs no call.
 
         Under xdist's default distribution the probes of one run may go to
         different workers; asking for all of them in each would pay twice, so
         then every item asks for itself and the worker processes are the
-        parallelism (``--dist loadscope`` keeps a run on one worker)."""
-        from .collect import ProbeItem
+        parallelism (``--dist loadscope`` keeps a run on one worker).
 
+        ``probes``: each selected probe's run (scenario file, scenario,
+        strategy) and its id."""
         self.batch_runs = runs_stay_together
         self.selection.clear()
-        for item in items:
-            if isinstance(item, ProbeItem):
-                run = (item.source, item.conversation.id, item.spec.name)
-                self.selection.setdefault(run, set()).add(item.probe.id)
+        for run, probe_id in probes:
+            self.selection.setdefault(run, set()).add(probe_id)
 
     def add_record(self, payload: str) -> ResultRecord:
         """Controller side: ``keep`` the record an xdist worker sent as JSON."""

@@ -50,7 +50,7 @@ ADAPTERS: dict[str, Adapter] = {
 
 def require(module: str, kind: str) -> Any:
     """``module`` imported, or one line naming the extra that installs it."""
-    from ..strategies.registry import UnknownStrategyError
+    from ..strategies.registration import UnknownStrategyError
 
     try:
         return importlib.import_module(module)

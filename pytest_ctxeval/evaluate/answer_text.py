@@ -7,7 +7,7 @@ import re
 import string
 import unicodedata
 
-from .matching import normalise_text
+from ..text import normalise_text
 
 # A role label a strategy or model puts before the answer: "[assistant] ...",
 # "Assistant: ...", "**assistant:** ...".

@@ -36,8 +36,8 @@ from ..llm.request_text import message_texts
 from ..llm.text import normalise, sentences
 from ..scenario.build import Conversation, ProbeCase
 from ..scenario.schema import Expectation
+from ..text import occurs
 from ..textcap import cap_text
-from .matching import occurs
 from .scoring import check_answer, matches
 from .uncheckable import UncheckableAnswer
 

@@ -12,8 +12,8 @@ from typing import Any
 from ..llm.cassettes import CallContext, call_context
 from ..llm.client import ModelClient
 from ..llm.tokens import tokenizer_name, window_tokens
-from ..report.run_info import plain
 from ..results.record import ResultRecord
+from ..results.run_info import plain
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import Window
 from ..strategies.registry import StrategySpec

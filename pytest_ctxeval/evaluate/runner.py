@@ -20,24 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ..llm.cassettes import CallContext, CassetteStore, RecordMode, call_context
+from ..llm.cassettes import CallContext, CassetteStore
 from ..llm.client import ModelClient
-from ..llm.faults import BREAKER_CALLS
 from ..llm.mock_client import model_client
-from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST
-from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
-from ..report.run_info import strategy_params
 from ..results.record import ResultRecord, sealed
 from ..scenario.build import Conversation, ProbeCase
-from ..strategies.base import Window, fork_strategy
 from ..strategies.registry import StrategySpec
-from ..strategies.window_rules import keeps_system_prompt, window_violations
-from .agreement import agree_by_f1, apply_judgements
-from .calibration import decoy_pass, uncheckable
+from .agreement import apply_judgements
+from .finishing import Finishing
 from .items import asker as _asker
 from .items import failed as _failed
 from .items import full_window as _full_window
@@ -46,85 +38,23 @@ from .items import new_record as _new_record
 from .items import recording as _recording
 from .items import seed as _seed
 from .judge import JudgeResult
-from .outcome import Rates, classify, verdict_of
+from .preparing import Preparing
 from .probe import ProbeAnswer
-from .scoring import check_answer
-from .session_costs import cache_rules_named, fill_session_fields, probe_cached_cost_usd
-from .simulate import SessionTrace, simulate
-from .survival import fact_survival
-from .sweep import history, planted_facts, sweep_cuts, sweep_probes, trace_at
+from .run_state import EvalSettings, RunKey, _Pending, _Truth
+from .simulate import SessionTrace
+from .sweep import sweep_probes
 from .uncheckable import UncheckableAnswer
-from .window_trace import window_trace
 from .workers import finished_before, run_jobs
 
-RunKey = tuple[str, str, str]  # (scenario file, scenario id, strategy name)
+# EvalSettings and RunKey live in run_state; they are imported from here too.
+__all__ = ["EvalSettings", "Evaluator", "RunKey", "context_window_of"]
+
 _K = TypeVar("_K")
 _T = TypeVar("_T")
 
 
 @dataclass
-class EvalSettings:
-    model: str = "ctxeval/oracle"
-    api_base: str | None = None
-    # Without an expectation, answers must agree with the full-context answer
-    # at least this much (normalised token F1; 1.0 = equal after normalisation).
-    agreement_threshold: float = 0.6
-    # A model that judges agreement instead of the token F1; None = F1.
-    judge: str | None = None
-    # Times each probe is asked, under the strategy and under the full context.
-    repeat: int = 1
-    # The model's context window in tokens; None = litellm's model info, if any.
-    context_window: int | None = None
-    # Longest answer asked of a real model; seconds per call, retries included.
-    max_tokens: int | None = 1024
-    deadline_s: float | None = 300.0
-    # Calls in a row that time out or cannot connect before the rest fail at once.
-    breaker_calls: int = BREAKER_CALLS
-    # Record/replay of real-model calls; None = no cassettes.
-    cassette_dir: Path | None = None
-    record: RecordMode = "new"
-    # Model calls in flight at once in this process; 1 = one probe at a time.
-    concurrency: int = 8
-    # --ctx-sweep: also ask every probe at every this-many-th user turn; None = off.
-    sweep_every: int | None = None
-    # The prompt-cache rules ("openai", "anthropic"; None = the model's
-    # provider's) and the simulated time between a session's requests.
-    cache_model: str | None = None
-    seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST
-
-
-@dataclass
-class _Pending:
-    """A probe whose window is built and whose model calls are still to come."""
-
-    probe: ProbeCase
-    record: ResultRecord
-    trace: SessionTrace | None = None
-    window: Window | None = None
-    # The strategy's own model calls up to and including this probe's window.
-    strategy_calls: int = 0
-    strategy_cost_usd: float = 0.0
-    strategy_input_tokens: int = 0
-    # The tool calls the strategy answered during the first ask.
-    retrievals: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class _Truth:
-    """The full-context run of one probe, shared by every strategy."""
-
-    answers: list[ProbeAnswer]
-    tokens: int
-    # Why there is no ground truth: the full context does not fit the model.
-    beyond: str | None = None
-    # The strategy whose request it is (``full``): its answers are these, not
-    # asked again (a thread waiting on the same request would hold a place
-    # that another run's call could take).
-    same_as: str | None = None
-
-
-@dataclass
-class Evaluator:
+class Evaluator(Preparing, Finishing):
     settings: EvalSettings
     client: ModelClient = field(init=False)
     # Probe ids to evaluate together per run (what pytest selected); a run
@@ -387,154 +317,6 @@ class Evaluator:
     def _run(self, jobs: dict[_K, Callable[[], _T]], client: ModelClient) -> dict[_K, _T]:
         return run_jobs(jobs, 1 if client.in_process else self.settings.concurrency)
 
-    def _prepare(
-        self, conversation: Conversation, spec: StrategySpec, probe: ProbeCase, source: str
-    ) -> _Pending:
-        model = self.settings.model
-        record = _new_record(conversation, spec, probe, source, model)
-        item = _Pending(probe, record)
-        try:
-            item.trace = trace = trace_at(self._trace(conversation, spec, source), probe)
-            record.session_prompt_tokens = [r.prompt_tokens for r in trace.requests]
-            fill_session_fields(record, trace, model)
-            record.strategy_params = strategy_params(spec, trace.strategy)
-            # The fork still counts into the shared trace: take this probe's
-            # share (the session's calls are counted once, in session_*), then
-            # put the session's totals back for the next probe.
-            totals = (trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens)
-            try:
-                strategy = fork_strategy(trace.strategy)
-                strategy.add({"role": "user", "content": probe.question})
-                window = strategy.window()
-            finally:
-                item.strategy_calls = trace.strategy_calls - totals[0]
-                item.strategy_cost_usd = trace.strategy_cost_usd - totals[1]
-                item.strategy_input_tokens = trace.strategy_prompt_tokens - totals[2]
-                trace.strategy_calls, trace.strategy_cost_usd, trace.strategy_prompt_tokens = totals
-        except Exception as exc:  # a strategy bug is this item's error, not the run's
-            record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
-            return item
-        given = [*history(conversation, probe), {"role": "user", "content": probe.question}]
-        record.window_trace = window_trace(
-            given,
-            window.messages,
-            window.tools,
-            message_tokens=partial(message_tokens, model=model),
-            tools_tokens=partial(tools_tokens, model=model),
-        )
-        record.fact_survival = fact_survival(
-            planted_facts(conversation, probe),
-            window,
-            coincidental=conversation.coincidental_answers,
-        )
-        record.prompt_tokens = window_tokens(window.messages, window.tools, model)
-        record.cached_prefix_tokens = shared_prefix_tokens(
-            item.trace.last_window,
-            window.messages,
-            model,
-            previous_tools=item.trace.last_tools,
-            tools=window.tools,
-        )
-        if item.trace.cache is not None:
-            use = item.trace.cache.peek(window.messages, window.tools)
-            record.probe_cached_tokens = use.cached_tokens
-            record.probe_cache_write_tokens = use.write_tokens
-        broken = window_violations(given, window, keep_system=keeps_system_prompt(spec.params))
-        if broken:
-            # A window that breaks the rules would make any verdict meaningless.
-            record.error = f"strategy {spec.name!r} broke the window rules: " + "; ".join(broken)
-            return item
-        limit = self.settings.context_window
-        if limit is not None and record.prompt_tokens > limit:
-            record.error = (
-                f"strategy {spec.name!r} built a window of {record.prompt_tokens:,} tokens, "
-                f"over the model's context window of {limit:,}"
-            )
-            return item
-        found = decoy_pass(conversation, probe)
-        if found is not None:
-            # A decoy that knows nothing meets the expectation: no verdict, no model call.
-            uncheckable(record, found, item.trace)
-            return item
-        item.window = window
-        return item
-
-    def _finish(self, item: _Pending, asked: list[ProbeAnswer], truth: _Truth) -> None:
-        record, trace, first = item.record, item.trace, asked[0]
-        assert trace is not None
-        record.repeat = len(asked)
-        record.answer = first.answer
-        record.ground_truth_answer = truth.answers[0].answer if truth.answers else None
-        if len(asked) > 1:
-            record.answers = [a.answer for a in asked]
-            record.ground_truth_answers = [a.answer for a in truth.answers] or None
-        record.full_prompt_tokens = truth.tokens
-        record.no_ground_truth = truth.beyond
-        # Calls, cost and latency add up over every ask of the probe.
-        record.llm_calls = sum(a.llm_calls for a in asked) + item.strategy_calls
-        record.strategy_calls = item.strategy_calls
-        record.strategy_input_tokens = item.strategy_input_tokens
-        record.memory_retrievals = sum(a.memory_retrievals for a in asked)
-        record.retrievals = item.retrievals
-        record.cost_usd = sum(a.cost_usd for a in asked) + item.strategy_cost_usd
-        # What the provider's prompt cache would take off the probe request.
-        record.cached_cost_usd = probe_cached_cost_usd(record, self.settings.model, len(asked))
-        record.latency_s = round(sum(a.latency_s for a in asked), 6)
-        record.cumulative_input_tokens = trace.cumulative_input_tokens + sum(first.request_tokens)
-        record.probe_input_tokens = sum(sum(a.request_tokens) for a in asked)
-        record.peak_prompt_tokens = max([trace.peak_prompt_tokens, *first.request_tokens])
-        for answer in asked:
-            record.failed_checks.extend(f"tool call: {e}" for e in answer.tool_errors)
-        failed = next((a for a in asked if a.error is not None), None)
-        if failed is not None:
-            if failed.context_exceeded:
-                record.error = (
-                    f"the strategy's window ({record.prompt_tokens:,} tokens) does not fit "
-                    f"the model: {failed.error}"
-                )
-            else:
-                record.error = f"model error: {failed.error}"
-            return
-        truth_failed = next((a for a in truth.answers if a.error is not None), None)
-        if truth.beyond is None and truth_failed is not None:
-            record.error = f"model error in the full-context run: {truth_failed.error}"
-            return
-        if item.probe.expect is None and item.probe.constraint_check is None:
-            if truth.beyond is not None:
-                record.classification = "beyond_context"
-                record.error = f"nothing to score against: no expectation, and {truth.beyond}"
-            elif self.judge_client is None:
-                agree_by_f1(
-                    record,
-                    [a.answer for a in asked],
-                    [t.answer for t in truth.answers],
-                    self.settings.agreement_threshold,
-                )
-            return
-        self._score(record, item.probe, asked, truth)
-
-    def _score(
-        self, record: ResultRecord, probe: ProbeCase, asked: list[ProbeAnswer], truth: _Truth
-    ) -> None:
-        failures = [_check(a.answer, probe, "the strategy's answer") for a in asked]
-        strategy = Rates(sum(1 for f in failures if not f), len(failures))
-        record.failed_checks.extend(next((f for f in failures if f), []))
-        record.verdict = verdict_of(strategy)  # type: ignore[assignment]
-        record.pass_rate, record.pass_rate_interval = strategy.rate, strategy.interval()
-        record.unstable = strategy.mixed
-        if truth.beyond is not None:
-            record.classification = "beyond_context"
-            return
-        truth_failures = [_check(a.answer, probe, "the full-context answer") for a in truth.answers]
-        full = Rates(sum(1 for f in truth_failures if not f), len(truth_failures))
-        record.ground_truth_verdict = verdict_of(full)  # type: ignore[assignment]
-        record.ground_truth_pass_rate = full.rate
-        record.ground_truth_pass_rate_interval = full.interval()
-        record.unstable = strategy.mixed or full.mixed
-        record.classification = classify(strategy, full)  # type: ignore[assignment]
-        if record.classification == "context_loss":
-            record.verdict = "fail"  # credibly worse, even if it passed half of the asks
-
     def _judge_agreements(self, finished: list[tuple[_Pending, list[ProbeAnswer], _Truth]]) -> None:
         """Without an expectation, and with a judge model: ask it, in parallel."""
         judge = self.judge_client
@@ -557,23 +339,6 @@ class Evaluator:
             if results:
                 apply_judgements(item.record, judge.model, results)
 
-    def _trace(self, conversation: Conversation, spec: StrategySpec, source: str) -> SessionTrace:
-        key = (source, conversation.id, spec.name)
-        if key not in self._traces:
-            strategy = spec.create()
-            context = CallContext(conversation.id, spec.name, None, "strategy call in the session")
-            with call_context(context):
-                self._traces[key] = simulate(
-                    conversation,
-                    strategy,
-                    client=self.client,
-                    model=self.settings.model,
-                    fork_at=sweep_cuts(conversation, self.settings.sweep_every),
-                    cache_rules=cache_rules_named(self.settings.cache_model, self.settings.model),
-                    seconds_per_request=self.settings.seconds_per_request,
-                )
-        return self._traces[key]
-
 
 def context_window_of(model: str) -> int | None:
     """The model's input limit from litellm's bundled model info; None if unknown."""
@@ -587,15 +352,3 @@ def context_window_of(model: str) -> int | None:
         return None
     limit = info.get("max_input_tokens") or info.get("max_tokens")
     return int(limit) if limit else None
-
-
-def _check(answer: str | None, probe: ProbeCase, whose: str) -> list[str]:
-    try:
-        return [
-            failure
-            for expect in (probe.expect, probe.constraint_check)
-            if expect is not None
-            for failure in check_answer(answer, expect, probe.question)
-        ]
-    except UncheckableAnswer as exc:
-        raise UncheckableAnswer(f"{whose}: {exc}") from None

@@ -8,11 +8,11 @@ from collections import Counter
 import regex
 
 from ..scenario.schema import DEFAULT_F1_THRESHOLD, Expectation
+from ..text import occurs, same_answer
 from .abstention import abstains
 from .answer_text import normalise_answer
 from .code_checks import check_python
 from .f1 import gold_f1
-from .matching import occurs, same_answer
 from .regex_budget import regex_budget
 
 

@@ -65,9 +65,9 @@ def _litellm_tokenizer_name(tokenizer: str) -> str:
     if tokenizer == MOCK_TOKENIZER_MODEL and local_encoding() is not None:
         return f"tiktoken:{ENCODING}"
     try:
-        from ._litellm import get_litellm
+        from .litellm_import import import_litellm
 
-        litellm = get_litellm()  # first: it sets litellm up to stay offline
+        litellm = import_litellm()  # first: it sets litellm up to stay offline
         from litellm.litellm_core_utils import token_counter as counter
 
         chosen = litellm.utils.select_tokenizer(tokenizer)
@@ -98,9 +98,9 @@ def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
 
 
 def _litellm_count(text: str, model: str) -> int:
-    from ._litellm import get_litellm
+    from .litellm_import import import_litellm
 
-    return int(get_litellm().token_counter(model=model, text=text))
+    return int(import_litellm().token_counter(model=model, text=text))
 
 
 def message_tokens(message: dict[str, Any], model: str = MOCK_TOKENIZER_MODEL) -> int:

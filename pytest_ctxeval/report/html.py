@@ -26,6 +26,7 @@ from ..gate.run import GateResult
 from ..results.analysis import strategy_table, typed_frame
 from ..results.frame import classification_matrix, records_frame, strategy_summary
 from ..results.record import CLASSIFICATIONS, ResultRecord
+from ..results.run_info import RunInfo
 from .charts import (
     baseline_chart,
     depth_heatmaps,
@@ -36,7 +37,6 @@ from .charts import (
 from .drilldown import DrilldownData, script_json
 from .evidence import STATES, evidence_survival
 from .outcomes import FAIL_ON_DEFAULT, outcome_counts, pytest_outcome
-from .run_info import RunInfo
 from .sweeps import sweep_context
 
 __all__ = ["render_report", "tokens_chart", "write_report"]

@@ -119,7 +119,7 @@ class ResultRecord(BaseModel):
     agreement: float | None = None
     judge: dict[str, Any] | None = None
     # The run: the plugin's version, the tested project's commit (None outside
-    # a git checkout) and when the run started (ISO 8601, UTC); see report.run_info.
+    # a git checkout) and when the run started (ISO 8601, UTC); see results.run_info.
     plugin_version: str = ""
     git_commit: str | None = None
     started_at: str = ""

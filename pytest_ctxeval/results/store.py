@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, overload
 
 from ..redact import scrub_json
 from ..safe_files import open_no_follow, utf8, write_all
+from .reading import iter_results
 from .record import ResultRecord
 
 if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
@@ -66,17 +67,6 @@ def load_results(path: str | Path, *, as_frame: bool = False) -> list[ResultReco
 
         return results_frame(path)
     return list(iter_results(Path(path)))
-
-
-def iter_results(path: Path) -> Iterator[ResultRecord]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                yield ResultRecord.model_validate_json(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}:{lineno}: not a result record: {exc}") from None
 
 
 def write_results(path: Path, records: Iterable[ResultRecord]) -> None:

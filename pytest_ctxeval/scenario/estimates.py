@@ -21,7 +21,7 @@ from jinja2.utils import Namespace
 from .limits import LimitExceeded
 
 if TYPE_CHECKING:
-    from .sandbox import Meter
+    from .meter import Meter
 
 Mode = Literal["str", "repr", "json"]
 

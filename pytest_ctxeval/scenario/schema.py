@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..evaluate.matching import normalise_expected, occurs
+from ..text import normalise_expected, occurs
 from .errors import closest
 from .generators import GenerateSpec
 

@@ -20,7 +20,8 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError, Undefined
 
 from .limits import LimitExceeded, Limits
-from .sandbox import Meter, MeteredEnvironment, metering
+from .meter import Meter
+from .sandbox import MeteredEnvironment, metering
 
 Loc = tuple[str | int, ...]
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from .base import BaseStrategy, Message, StrategyContext, Window, split_system
-from .registry import register_strategy
+from .registration import register_strategy
 
 CLOCK_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 TIME_LINE = "Current time: {now}"

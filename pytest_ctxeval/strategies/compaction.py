@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Message, Window, content_text, split_system
-from .registry import register_strategy
+from .registration import register_strategy
 from .turns import (
     TracksUserTurns,
     check_prompt_version,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .base import BaseStrategy, Message, Window
-from .registry import register_strategy
+from .registration import register_strategy
 from .unchanged_prefix import TracksUnchangedPrefix, tracks_unchanged_prefix
 
 

@@ -33,7 +33,7 @@ from .base import (
 )
 from .hygiene import Hygiene
 from .memory_store import MemoryStore
-from .registry import register_strategy
+from .registration import register_strategy
 from .turns import TracksUserTurns, require_at_least, transcript
 from .unchanged_prefix import tracks_unchanged_prefix
 

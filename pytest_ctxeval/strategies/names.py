@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .registry import UnknownStrategyError
+from .registration import UnknownStrategyError
 
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _QUOTES = ("'", '"')

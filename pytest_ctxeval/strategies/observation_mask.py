@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Message, content_text
-from .registry import register_strategy
+from .registration import register_strategy
 from .tool_results import ToolResultStrategy
 from .unchanged_prefix import tracks_unchanged_prefix
 

@@ -14,7 +14,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from .registry import UnknownStrategyError
+from .registration import UnknownStrategyError
 
 _NAMED = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 

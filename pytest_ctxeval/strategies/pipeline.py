@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import BaseStrategy, ContextStrategy, Message, StrategyContext, Window
-from .registry import StrategySpec, register_strategy
+from .registration import StrategySpec, register_strategy
 from .unchanged_prefix import unchanged_prefix_of
 
 # A stage is a kind's name, or a one-key mapping of the kind to its parameters.

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .base import ContextStrategy
 from .params import StrategyParamError, check_params, did_you_mean
-from .registry import UnknownStrategyError
+from .registration import UnknownStrategyError
 
 PRESET_DIR = "strategies"
 PRESET_SUFFIXES = (".yaml", ".yml")

@@ -17,7 +17,7 @@ import itertools
 from typing import Any
 
 from .base import Message, Window, split_system, system_length
-from .registry import register_strategy
+from .registration import register_strategy
 from .retrieval import SearchIndex, make_index
 from .turns import (
     TracksUserTurns,

@@ -8,63 +8,39 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import ContextStrategy
+from .registration import (
+    _BUILTINS,
+    StrategyFactory,
+    StrategyNameClashError,
+    StrategySpec,
+    UnknownStrategyError,
+    register_strategy,
+)
 
 if TYPE_CHECKING:
     from .names import WrittenName
 
+# The registration table moved to registration (the built-ins fill it without
+# importing this module); its names are still imported from here.
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "StrategyFactory",
+    "StrategyNameClashError",
+    "StrategySpec",
+    "UnknownStrategyError",
+    "register_strategy",
+]
+
 ENTRY_POINT_GROUP = "pytest_ctxeval.strategies"
 
-StrategyFactory = Callable[..., ContextStrategy]
-
-_BUILTINS: dict[str, StrategyFactory] = {}
 # Built-ins that ``all`` leaves out: they are nothing without their parameters.
 _NOT_IN_ALL = frozenset({"pipeline"})
-
-
-class UnknownStrategyError(ValueError):
-    """A strategy name that resolves to nothing."""
-
-
-class StrategyNameClashError(UnknownStrategyError):
-    """Two different strategies resolve to one name: results would merge them.
-
-    An UnknownStrategyError, so whoever reports bad strategy names reports this too."""
-
-
-def register_strategy(name: str) -> Callable[[StrategyFactory], StrategyFactory]:
-    """Class decorator: make a strategy available under ``name``."""
-
-    def decorate(factory: StrategyFactory) -> StrategyFactory:
-        _BUILTINS[name] = factory
-        return factory
-
-    return decorate
-
-
-@dataclass(frozen=True)
-class StrategySpec:
-    """A named, parameterised way to build fresh strategy instances."""
-
-    name: str
-    factory: StrategyFactory
-    params: dict[str, Any] = field(default_factory=dict)
-    # A name ``resolve`` turns back into this strategy, where ``name`` is not
-    # one: a module:Class whose class names itself (``last-only``).
-    ref: str = ""
-
-    def create(self) -> ContextStrategy:
-        return self.factory(**self.params)
-
-    @property
-    def resolvable(self) -> str:
-        """A name --ctx-strategy and ``ctxeval show --strategy`` accept for it."""
-        return self.ref or self.name
 
 
 def _load_builtins() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import BaseStrategy, Window, current_exchange_start, split_system
-from .registry import register_strategy
+from .registration import register_strategy
 from .turns import safe_cut
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Message, content_text, messages_tokens
-from .registry import register_strategy
+from .registration import register_strategy
 from .tool_results import ToolResultStrategy
 from .turns import check_prompt_version, last_user_text, require_at_least
 from .unchanged_prefix import tracks_unchanged_prefix

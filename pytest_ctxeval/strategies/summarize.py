@@ -24,7 +24,7 @@ from .base import (
     messages_tokens,
     split_system,
 )
-from .registry import register_strategy
+from .registration import register_strategy
 from .turns import (
     check_prompt_version,
     fit_budget,

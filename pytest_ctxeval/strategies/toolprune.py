@@ -16,7 +16,7 @@ from typing import Any
 
 from .base import Message, content_text
 from .pruning import PruneRules, prune
-from .registry import register_strategy
+from .registration import register_strategy
 from .tool_results import ToolResultStrategy
 from .turns import require_at_least
 from .unchanged_prefix import tracks_unchanged_prefix

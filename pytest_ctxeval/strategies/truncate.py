@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import BaseStrategy, Message, Window, content_text, current_exchange_start
-from .registry import register_strategy
+from .registration import register_strategy
 
 UNITS = ("chars", "tokens", "items")
 ITEM_CUT = " [… cut]"

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from ...evaluate.matching import occurs
+from ...text import occurs
 from ._common import (
     EVIDENCE_PREFIX,
     Draft,

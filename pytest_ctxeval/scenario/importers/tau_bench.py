@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import PurePath
 from typing import Any
 
-from ...evaluate.matching import occurs
+from ...text import occurs
 from ._common import EVIDENCE_PREFIX, Draft, TranscriptError, Where, json_items, require_object
 from ._messages import Session, chat_scenario, message_numbers, split_at_last_user
 from .writer import slugify
