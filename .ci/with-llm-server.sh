@@ -31,7 +31,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-unset CTXEVAL_LLM_API_BASE CTXEVAL_LLM_PID CTXEVAL_LLM_SKIP_REASON
+unset CTXEVAL_LLM_API_BASE CTXEVAL_LLM_PID CTXEVAL_LLM_SKIP_REASON CTXEVAL_LLM_GGUF
 if exports=$(CTXEVAL_LLM_WATCH_PID=$$ "$CI_DIR/llm-server.sh"); then
     eval "$exports"
 else

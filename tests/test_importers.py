@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from work_count import growth
 
 from pytest_ctxeval.cli import main
 from pytest_ctxeval.evaluate.scoring import check_answer
@@ -355,9 +355,10 @@ def test_tau_bench_values_come_only_from_kept_tool_outputs(tmp_path: Path) -> No
 # --- large input ----------------------------------------------------------------
 
 
-def test_five_thousand_turns_import_quickly_and_load(tmp_path: Path) -> None:
+def host_checks(hosts: int) -> list[dict[str, Any]]:
+    """A session of ``hosts`` x 4 turns: a question, a tool call, its output, an answer."""
     messages: list[dict[str, Any]] = [{"role": "system", "content": "Be terse."}]
-    for i in range(1250):
+    for i in range(hosts):
         messages += [
             {"role": "user", "content": f"Check host {i}.\nIt is in rack {i % 40}."},
             {
@@ -379,18 +380,27 @@ def test_five_thousand_turns_import_quickly_and_load(tmp_path: Path) -> None:
             {"role": "assistant", "content": f"Host {i} answers in {i % 97} ms."},
         ]
     messages.append({"role": "user", "content": "Which host was slowest?"})
-    path = write_jsonl(tmp_path / "big.jsonl", {"messages": messages})
-    start = time.perf_counter()
+    return messages
+
+
+def test_five_thousand_turns_import_and_load(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "big.jsonl", {"messages": host_checks(1250)})
     written = write_scenarios(import_file("openai-jsonl", path), tmp_path / "out", str(path))
-    elapsed = time.perf_counter() - start
-    # Generous: catches accidental quadratic work, not machine speed (~1 s here).
-    assert elapsed < 10, f"import took {elapsed:.1f} s"
     (conversation,) = parse_conversations(written[0].read_text(encoding="utf-8"), str(written[0]))
     assert len(conversation.messages) == 1 + 5000
     assert conversation.messages[-1] == {
         "role": "assistant",
         "content": "Host 1249 answers in 85 ms.",
     }
+
+
+def test_the_import_is_linear_in_the_session(tmp_path: Path) -> None:
+    # Work counted, not timed: twice the turns, twice the calls (quadratic: four times).
+    def import_hosts(hosts: int) -> None:
+        path = write_jsonl(tmp_path / f"hosts-{hosts}.jsonl", {"messages": host_checks(hosts)})
+        write_scenarios(import_file("openai-jsonl", path), tmp_path / f"out-{hosts}", str(path))
+
+    assert growth(import_hosts, 250) < 2.3
 
 
 # --- errors ---------------------------------------------------------------------

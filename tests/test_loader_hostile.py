@@ -15,7 +15,6 @@ import re
 import shutil
 import textwrap
 import threading
-import time
 import tracemalloc
 from dataclasses import fields
 from pathlib import Path
@@ -86,18 +85,15 @@ def test_the_corpus_has_at_least_sixty_broken_files():
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: p.name)
 def test_a_broken_file_is_one_scenario_error_naming_file_and_line(path):
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         # Anything but a ScenarioError escapes pytest.raises and fails the test.
         message = load_error(path)
     finally:
-        seconds = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     assert re.search(rf"(^|/){re.escape(path.name)}:\d+:\d+: \S", message), message
     assert "bug in pytest-ctxeval" not in message  # the loader's last-resort net
     assert "Traceback" not in message
-    assert seconds < 5, f"{seconds:.1f} s"
     assert peak < 64_000_000, f"{peak:,} bytes"
 
 
@@ -192,13 +188,22 @@ def test_an_include_of_a_fifo_is_refused_at_its_line(tmp_path):
     assert message == f"{path}:2:9: !include 'pipe.txt': is a named pipe (FIFO), not a regular file"
 
 
-def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
+def test_a_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     path = tmp_path / "huge.yaml"
     with path.open("wb") as f:  # sparse: no disk space, nothing to read
         f.truncate(Limits().file_bytes + 1)
-    start = time.perf_counter()
+    read: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd: int, n: int) -> bytes:
+        data = real_read(fd, n)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(os, "read", counting_read)
     message = load_error(path)
-    assert time.perf_counter() - start < 1
+    monkeypatch.undo()
+    assert sum(read) == 0  # refused on its size alone
     assert message == (
         f"{path}:1:1: the file has 10,000,001 bytes; the limit is 10,000,000 "
         "(set CTXEVAL_MAX_FILE_BYTES to raise it)"
@@ -245,10 +250,8 @@ def test_a_template_stops_at_the_file_time_limit():
         probes: [{id: p, user: q}]
         """
     limits = Limits(template_seconds=1, template_steps=10**12)
-    start = time.perf_counter()
     with pytest.raises(ScenarioError) as info:
         parse_conversations(textwrap.dedent(text).lstrip(), PATH, limits=limits)
-    assert time.perf_counter() - start < 5
     assert str(info.value) == (
         f"{PATH}:3:9: template: rendering the templates of this file ran past 1 s; "
         "the limit is 1 (set CTXEVAL_MAX_TEMPLATE_SECONDS to raise it)"
@@ -341,7 +344,8 @@ def test_a_template_within_the_limits_renders():
     ]
 
 
-def test_a_needle_in_a_long_tool_output_is_planted_quickly():
+def test_a_needle_in_a_long_tool_output_is_planted():
+    # How long it takes is a benchmark figure (benchmarks/bench.py --only planting).
     needles = "".join(
         f"  - {{id: n{i}, turn: 3, text: 'Fact number {i} is true.'}}\n" for i in range(200)
     )
@@ -350,9 +354,7 @@ def test_a_needle_in_a_long_tool_output_is_planted_quickly():
         "  - tool: {name: logs, generate: {kind: log_lines, rows: 30000}}\n"
         "needles:\n" + needles + "probes: [{id: p, user: q}]\n"
     )
-    start = time.perf_counter()
     (conversation,) = parse_conversations(text, PATH)
-    assert time.perf_counter() - start < 5
     tool_output = conversation.messages[-1]["content"]
     assert len(tool_output) > 1_500_000
     assert all(f"Fact number {i} is true." in tool_output for i in range(200))

@@ -222,9 +222,14 @@ def test_a_server_that_stops_answering_costs_k_deadlines_and_every_item_gets_a_r
     assert len(answered) <= 2 and len(opened) >= 6
     assert len(opened) + len(timed_out) + len(answered) == 12
     assert all(f"openai/test-model at {server.url}: 2 calls in a row" in r["error"] for r in opened)
-    # Two deadlines per process before the breaker opened: the rest never sent.
+    # K = 2 deadlines in a row per process open the breaker: the rest are never
+    # sent. The one answer closes the count again (any answer does), and it need
+    # not come first: on a loaded machine the first request can miss its 0.3 s
+    # deadline (a timeout) and a later request get the answer. So the
+    # process that got it sent at most K - 1 before it and K after, any other K.
+    k = 2
     workers = 2 if "-n" in xdist_args and "2" in xdist_args else 1
-    assert len(server.chat_requests) <= 1 + 2 * workers
+    assert len(server.chat_requests) <= 1 + (k - 1) + k * workers
     assert (ctx.path / "reports/ctxeval.html").is_file()
 
 

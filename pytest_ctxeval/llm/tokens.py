@@ -202,7 +202,12 @@ class PromptMeter:
         for message in messages[shared:]:
             running += message_tokens(message, self.model)
             cumulative.append(running)
-        self._messages, self._cumulative = messages, cumulative
+        # Its own list, updated in place: the caller may reuse the window's
+        # list for the next request (a lent window), and copying it whole
+        # each time would cost turns x messages.
+        del self._messages[shared:]
+        self._messages.extend(messages[shared:])
+        self._cumulative = cumulative
         tools_unchanged = same_tools(self._tools, tools)
         if not tools_unchanged:
             self._tools_tokens = tools_tokens(tools, self.model)

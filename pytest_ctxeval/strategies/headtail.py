@@ -140,13 +140,24 @@ class HeadTailStrategy(TracksUserTurns):
         self._revised.append(index)
 
     def window(self) -> Window:
+        return self._window(lent=False)
+
+    def lent_window(self) -> Window:
+        """``window()``, whose message list may be this strategy's own: valid
+        until the next call, which changes it in place (see lent_window_of)."""
+        return self._window(lent=True)
+
+    def _window(self, *, lent: bool) -> Window:
         last = len(self.history) - 1
         if self.budget_tokens is not None:
             self._evict_over_budget(last)
-        messages = self._kept_messages(last)
+        kept = self._kept_messages(last)
         index_at = None
         if self._listing and self.listing == "message":
-            messages, index_at = self._with_index(messages)
+            messages, index_at = self._with_index(list(kept))
+        else:
+            # A copy costs the whole window on every call: turns x messages.
+            messages = kept if lent else list(kept)
         self._note_prefix(index_at)
         if not self._listing:
             return Window(messages=messages)
@@ -233,7 +244,7 @@ class HeadTailStrategy(TracksUserTurns):
         if at is not None and at < len(messages) and messages[at] is dropped:
             self._kept_prefix = at + 1  # shown as it was sent: still the same object
         self._built = (key, last, messages, indexes, len(touched))
-        return list(messages)
+        return messages  # the kept list itself: window() copies it, lent_window() need not
 
     def _show_again(
         self, index: int, last: int, messages: list[Message], indexes: list[int]

@@ -11,7 +11,7 @@ and only as they are: a subclass, or a wrapper, may edit the window after.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -67,3 +67,15 @@ def keeps_sent_messages(strategy: object) -> bool:
 
 
 _BUILT_IN = __name__.rsplit(".", 1)[0] + "."
+
+
+def lent_window_of(strategy: Any) -> tuple[Any, bool]:
+    """The strategy's next window, and whether its message list is lent: the
+    strategy's own list, valid until its next window, which changes it in
+    place. Only the marked built-in strategies that offer ``lent_window`` lend
+    theirs (a caller that keeps a lent list past that copies it); a long session
+    then costs its new messages, not a copy of the whole window per turn."""
+    lend = getattr(strategy, "lent_window", None) if type(strategy) in _TRACKING else None
+    if callable(lend):
+        return lend(), True
+    return strategy.window(), False

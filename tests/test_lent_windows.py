@@ -1,0 +1,110 @@
+"""A long session under ``headtail`` costs its new messages, not a copy of the
+whole window per turn: the replay borrows the strategy's own list (a lent
+window) and copies it only where it keeps it. The figures are the ones a
+strategy that copies every window gets."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from inline_scenarios import parse_inline
+
+from pytest_ctxeval.evaluate.simulate import simulate
+from pytest_ctxeval.llm.mock_client import model_client
+from pytest_ctxeval.llm.tokens import PromptMeter
+from pytest_ctxeval.strategies.base import Message
+from pytest_ctxeval.strategies.headtail import HeadTailStrategy
+
+LONG = "The deploy notes say: " + "step by step, " * 30 + "and the staging port is 5433."
+
+
+def session_yaml(turns: int) -> str:
+    lines = ["id: lent", "system: You are a helpful assistant.", "turns:"]
+    for turn in range(turns):
+        # Now and then a long message: headtail moves its middle to memory,
+        # so its memory listing shows up in the window (a copy of the kept list).
+        text = LONG if turn % 7 == 3 else f"Turn {turn}: the code is c{turn * 7}."
+        lines += [f"  - user: '{text}'", f"  - assistant: 'Noted {turn}.'"]
+    lines += [
+        "probes:",
+        "  - id: port",
+        "    user: Which port does staging use?",
+        "    expect: {contains: '5433'}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class CopyingHeadTail(HeadTailStrategy):
+    """headtail as any other strategy is replayed: not taken at its word, no lending."""
+
+
+def test_a_meter_fed_one_list_changed_in_place_counts_as_one_fed_copies() -> None:
+    windows: list[list[Message]] = []
+    messages: list[Message] = [{"role": "system", "content": "You help."}]
+    for turn in range(6):
+        messages.append({"role": "user", "content": f"question {turn} " * (turn + 1)})
+        if turn == 3:  # an earlier message shown shortened from now on
+            messages[1] = {"role": "user", "content": "question 0, shortened"}
+        windows.append(list(messages))
+    copies, lent = PromptMeter(), PromptMeter()
+    one_list: list[Message] = []
+    for window in windows:
+        one_list[:] = window  # the same list object every time, changed in place
+        assert lent.measure(one_list) == copies.measure(list(window))
+
+
+@pytest.mark.parametrize("budget", [None, 120])
+def test_headtail_lends_one_list_that_matches_its_window(budget: int | None) -> None:
+    strategy = HeadTailStrategy(budget_tokens=budget)
+    twin = HeadTailStrategy(budget_tokens=budget)
+    strategy.add({"role": "system", "content": "You help."})
+    twin.add({"role": "system", "content": "You help."})
+    lists = set()
+    for turn in range(40):
+        for message in (
+            {"role": "user", "content": LONG if turn % 9 == 4 else f"Turn {turn}."},
+            {"role": "assistant", "content": f"Noted {turn}."},
+        ):
+            strategy.add(dict(message))
+            twin.add(dict(message))
+        lent = strategy.lent_window()
+        copied = twin.window()
+        assert lent.messages == copied.messages
+        assert lent.tools == copied.tools
+        if not strategy._listing:
+            lists.add(id(lent.messages))
+    # Without a listing to insert, every lent window was the strategy's own list.
+    assert len(lists) <= 2  # before and after the first eviction rebuilds it
+    # window() still hands out a list of the caller's own.
+    mine = strategy.window().messages
+    mine.append({"role": "user", "content": "appended by the caller"})
+    assert strategy.window().messages != mine
+
+
+@pytest.mark.parametrize("budget", [None, 150])
+def test_the_replay_of_a_lending_strategy_gives_the_figures_of_one_that_copies(
+    budget: int | None,
+) -> None:
+    conversation = parse_inline(session_yaml(60))[0]
+    client = model_client("ctxeval/oracle")
+    forks = {len(conversation.messages) // 2}
+
+    def replay(strategy: Any) -> Any:
+        model = "ctxeval/oracle"
+        return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
+
+    lending = replay(HeadTailStrategy(budget_tokens=budget))
+    copying = replay(CopyingHeadTail(budget_tokens=budget))
+    assert [dataclasses.asdict(r) for r in lending.requests] == [
+        dataclasses.asdict(r) for r in copying.requests
+    ]
+    assert lending.last_window == copying.last_window
+    fork, twin_fork = lending.forks[min(forks)], copying.forks[min(forks)]
+    assert fork.last_window == twin_fork.last_window
+    # What the trace keeps is its own: the strategy's next window leaves it as it was.
+    kept = list(lending.last_window)
+    lending.strategy.add({"role": "user", "content": "one more"})
+    lending.strategy.lent_window()
+    assert lending.last_window == kept
