@@ -57,7 +57,7 @@ def _session(pairs: int) -> list[Message]:
 
 def _conversation(messages: list[Message]) -> Any:
     # What ``simulate`` reads of a Conversation: one chat of these messages.
-    return SimpleNamespace(messages=messages, session_starts=[])
+    return SimpleNamespace(messages=messages, session_starts=[], recorded_windows=None)
 
 
 def _counting_deepcopy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -311,7 +311,9 @@ def test_replay_with_the_strategys_word_prices_every_request_as_comparing_would(
     def replay() -> list[Any]:
         traces = []
         for messages, starts in _tool_result_sessions():
-            conversation = SimpleNamespace(messages=messages, session_starts=list(starts))
+            conversation = SimpleNamespace(
+                messages=messages, session_starts=list(starts), recorded_windows=None
+            )
             strategy = kind(**params)
             trace = simulate(conversation, strategy, client=None, model="ctxeval/oracle")
             traces.append((trace.requests, trace.cache.break_count if trace.cache else 0))
@@ -375,7 +377,9 @@ def test_a_pipeline_passes_on_the_same_rewrites_when_it_takes_the_stages_word(
                 seen.append(strategy.window().messages)
                 if index == 20:  # a probe's fork, then the session goes on
                     seen.append(fork_strategy(strategy).window().messages)
-            conversation = SimpleNamespace(messages=messages, session_starts=list(starts))
+            conversation = SimpleNamespace(
+                messages=messages, session_starts=list(starts), recorded_windows=None
+            )
             trace = simulate(
                 conversation, resolve(stages)[0].create(), client=None, model="ctxeval/oracle"
             )
