@@ -684,8 +684,8 @@ def test_presets_are_found_in_the_working_directory(
         ("name: x\nkind: sliding\nturns: 3\n", "turns: Extra inputs are not permitted"),
         (
             "name: x\nkind: slidin\n",
-            "unknown kind 'slidin' (did you mean 'sliding'?); known kinds: cache-hostile, "
-            "compaction",
+            "unknown kind 'slidin' (did you mean 'sliding'?); known kinds: "
+            "anthropic-context-editing, cache-hostile, compaction",
         ),
         (
             "name: x\nkind: sliding\nparams: {turn: 3}\n",
