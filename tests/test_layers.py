@@ -39,7 +39,6 @@ KNOWN_LONG = {
     "options.py": 508,
     "plugin.py": 452,
     "scenario/schema.py": 467,
-    "scenario/yamlsource.py": 649,
     "session.py": 426,
     "strategies/headtail.py": 449,
 }
