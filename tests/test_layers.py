@@ -38,7 +38,6 @@ KNOWN_LONG = {
     "llm/client.py": 444,
     "options.py": 508,
     "plugin.py": 452,
-    "scenario/schema.py": 467,
     "session.py": 426,
     "strategies/headtail.py": 449,
 }
