@@ -98,7 +98,7 @@ def model_free_work(turns: int) -> None:
     from pytest_ctxeval.evaluate.simulate import simulate
     from pytest_ctxeval.evaluate.survival import fact_survival
     from pytest_ctxeval.llm.client import ModelClient
-    from pytest_ctxeval.llm.tokens import count_text_tokens, window_tokens
+    from pytest_ctxeval.llm.tokens import clear_token_counts, window_tokens
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.base import fork_strategy
     from pytest_ctxeval.strategies.registry import resolve
@@ -112,7 +112,7 @@ def model_free_work(turns: int) -> None:
     )
     total = 0.0
     for spec in resolve("all"):
-        count_text_tokens.cache_clear()
+        clear_token_counts()
 
         def once(spec: Any = spec) -> None:
             trace = simulate(conversation, spec.create(), client=client, model="ctxeval/oracle")
@@ -136,14 +136,14 @@ def model_free_work(turns: int) -> None:
 def linear_token_counting() -> None:
     from pytest_ctxeval.evaluate.simulate import simulate
     from pytest_ctxeval.llm.client import ModelClient
-    from pytest_ctxeval.llm.tokens import count_text_tokens
+    from pytest_ctxeval.llm.tokens import clear_token_counts, count_text_tokens
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.full import FullStrategy
 
     print("\ntoken counting is cached per message: simulating `full` (quadratic windows)")
     for turns in (100, 200, 400):
         conversation = parse_conversations(session_yaml(turns), "bench.yaml")[0]
-        count_text_tokens.cache_clear()
+        clear_token_counts()
         seconds = best_of(
             1,
             lambda conversation=conversation: simulate(
