@@ -17,7 +17,7 @@ from typing import Any
 
 # Fields that differ between any two runs of the same code.
 IGNORED = frozenset(
-    {"run_id", "started_at", "finished_at", "timestamp", "commit", "duration_s", "latency_s"}
+    {"run_id", "started_at", "finished_at", "timestamp", "commit", "git_commit", "duration_s"}
 )
 IGNORED_SUFFIXES = ("_s", "_ms", "_at", "_seconds")
 
