@@ -375,7 +375,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--guard-retries",
         type=int,
         default=GUARD_RETRIES,
-        help=f"runs again a run under foreign load above {FOREIGN_LIMIT:.0%} (default "
+        help=f"runs again a run under foreign load above {FOREIGN_LIMIT * 100:.0f}%% (default "
         f"{GUARD_RETRIES}; 0 only records the load)",
     )
     parser.add_argument("--no-xdist", action="store_true", help="skip the `-n 2` runs")
