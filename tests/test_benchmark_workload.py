@@ -244,3 +244,19 @@ def test_a_run_under_foreign_load_is_run_again_and_the_quietest_kept(
     measured, passed = compare.measure_once(fake_tool, tmp_path, tmp_path, 1)
     assert seen == [0.9, 0.6, 0.8]  # above the limit every time: 1 + 2 retries
     assert (measured.foreign_share, passed) == (0.6, "1/1")
+
+
+def test_compare_help_names_every_shape(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("compare", BENCHMARKS / "compare.py")
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "compare", compare)
+    spec.loader.exec_module(compare)
+    with pytest.raises(SystemExit) as exited:
+        compare.parse_args(["--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--shapes SHAPES" in text
+    assert "above 35% (default 2" in text
