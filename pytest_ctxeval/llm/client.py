@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import register_secret, scrub
+from ..redact import register_secret
 from ._litellm import get_litellm
 from .bounds import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from .bounds import bounded as _bounded
@@ -31,23 +30,20 @@ from .cassettes import (
     request_hash,
     response_problem,
 )
+from .completion import Completion as Completion
+from .completion import cassette_response, replayed
 from .deadline import DeadlinePassed, call_within
 from .error_text import error_line
 from .faults import BREAKER_CALLS, ModelHealth, unreached
+from .model_errors import RETRYABLE as RETRYABLE
+from .model_errors import ModelError as ModelError
+from .model_errors import is_context_exceeded as is_context_exceeded
+from .model_errors import retry_after_s
 
 # Progress of long real-model runs: `pytest --log-cli-level=INFO` shows each
 # call live (pytest's own live logging).
 logger = logging.getLogger("pytest_ctxeval.models")
 
-RETRYABLE = (
-    "RateLimitError",
-    "ServiceUnavailableError",
-    "InternalServerError",
-    "APIConnectionError",
-    "Timeout",
-    "APIError",
-    "BadGatewayError",
-)
 # What shapes an answer, and so goes into a cassette's key.  An allow-list:
 # transport settings (api_base, api_key, timeout, headers) never get in.
 SAMPLING_PARAMS = (
@@ -63,56 +59,6 @@ _CALLS_LOCK = threading.Lock()  # evaluators call from several threads
 # The pause between attempts; a module attribute, so tests read the waits.
 wait_before_retry = time.sleep
 MAX_RETRY_AFTER_S = 60.0
-
-
-class ModelError(RuntimeError):
-    """A model call that failed for good (after retries, or not retryable)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        context_exceeded: bool = False,
-        unreached: bool = False,
-        stop: bool = False,
-    ) -> None:
-        # Error bodies may echo the request's headers: scrubbed before anyone
-        # can store, show or log the message.
-        super().__init__(scrub(message))
-        # The request was longer than the model's context window.
-        self.context_exceeded = context_exceeded
-        # The call timed out or never got through (counts toward the breaker).
-        self.unreached = unreached
-        # The model is given up on (see faults): every later call fails so.
-        self.stop = stop
-
-
-# How providers and OpenAI-compatible servers word a request that is too long
-# (OpenAI, Anthropic, vLLM, llama.cpp), for when litellm maps it to a plain 400.
-_CONTEXT_EXCEEDED = re.compile(
-    r"maximum context length|context[ _]length[ _]exceeded|exceeds? (the )?context window"
-    r"|context window of \d+|prompt is too long|too many tokens|input is too long",
-    re.IGNORECASE,
-)
-
-
-def is_context_exceeded(exc: BaseException) -> bool:
-    name = type(exc).__name__
-    if name == "RateLimitError":  # "too many tokens" per minute: wait, do not give up
-        return False
-    return name == "ContextWindowExceededError" or bool(_CONTEXT_EXCEEDED.search(str(exc)))
-
-
-@dataclass
-class Completion:
-    content: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    latency_s: float = 0.0
-    # "stop", "tool_calls", "length" (cut off at the token limit), ...; None if unknown.
-    finish_reason: str | None = None
 
 
 @dataclass
@@ -246,7 +192,7 @@ class ModelClient:
                 completion.latency_s,
             )
         if cassette is not None and self.cassettes is not None:
-            self.cassettes.save(cassette[0], cassette[1], _cassette_response(completion))
+            self.cassettes.save(cassette[0], cassette[1], cassette_response(completion))
         return completion
 
     def _retrying(self, litellm: Any, kwargs: dict[str, Any], started: float) -> Any:
@@ -291,7 +237,7 @@ class ModelClient:
                     raise ModelError(
                         f"{name} after {attempt} attempts: {error_line(exc)}", unreached=gone
                     ) from None
-                hint = _retry_after_s(exc)
+                hint = retry_after_s(exc)
                 if (
                     hint is not None
                     and deadline is not None
@@ -330,7 +276,7 @@ class ModelClient:
         except CassetteError as exc:
             raise ModelError(str(exc)) from None
         if stored is not None:
-            return _replayed(stored)
+            return replayed(stored)
         if self.cassettes.mode == "none":
             raise ModelError(str(self.cassettes.miss(key, request, context or current_context())))
         return key, request
@@ -379,60 +325,6 @@ class ModelClient:
             return float(get_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # models missing from the bundled cost map cost "unknown" = 0
             return 0.0
-
-
-def _retry_after_s(exc: BaseException) -> float | None:
-    """The wait a provider asks for (retry-after-ms / retry-after seconds);
-    None when it names none and exponential backoff applies."""
-    headers = getattr(exc, "litellm_response_headers", None) or getattr(
-        getattr(exc, "response", None), "headers", None
-    )
-    if not headers:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            wait = float(value) * scale
-            # Capped where it is waited for; "nan" is no wait a server can mean.
-            return max(wait, 0.0) if wait == wait else None
-        except (TypeError, ValueError):  # an HTTP date: not worth parsing, back off instead
-            return None
-    return None
-
-
-def _cassette_response(completion: Completion) -> dict[str, Any]:
-    # No latency: it differs on every run and would make re-recorded files churn.
-    return {
-        "content": completion.content,
-        "tool_calls": completion.tool_calls,
-        "usage": {
-            "prompt_tokens": completion.prompt_tokens,
-            "completion_tokens": completion.completion_tokens,
-        },
-        "cost_usd": completion.cost_usd,
-        "finish_reason": completion.finish_reason,
-    }
-
-
-def _replayed(response: dict[str, Any]) -> Completion:
-    """A cassette's response (its types checked on load) as a Completion,
-    bounded like a live one: a cassette written by hand or by an older
-    version scores as the same answer arriving live would."""
-    usage = response.get("usage") or {}
-    calls = response.get("tool_calls") or []
-    problem = too_many_calls(calls)
-    if problem is not None:
-        raise ModelError(f"recorded response: {problem}")
-    return Completion(
-        content=_bounded(response.get("content")),
-        tool_calls=[_bounded_call(call) for call in calls],
-        prompt_tokens=token_count(usage.get("prompt_tokens")),
-        completion_tokens=token_count(usage.get("completion_tokens")),
-        cost_usd=float(response.get("cost_usd") or 0.0),
-        finish_reason=bounded_field(response.get("finish_reason")),
-    )
 
 
 def _describe(context: CallContext | None) -> str:
