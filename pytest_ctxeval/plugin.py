@@ -25,6 +25,7 @@ from .collect import (
     ScenarioFile,
     register_tag,
 )
+from .history.options import HistoryOptions, add_history_options
 from .options import CtxOptions, add_options
 from .report.terminal_text import printable
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
@@ -36,6 +37,7 @@ WORKER_INPUT_KEY = "ctxeval_parsed_dir"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_history_options(parser)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -76,6 +78,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)
     if not hasattr(config, "workerinput"):
+        from .history.run import RunHistory
+
+        history = HistoryOptions.from_config(config)
+        ctx.history = RunHistory(history, options, root=config.rootpath)
         config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
     elif WORKER_INPUT_KEY in config.workerinput:
         folder = Path(config.workerinput[WORKER_INPUT_KEY])
@@ -457,5 +463,7 @@ class ControllerHooks:
                 terminalreporter.write_line(printable(line))
         for line in self.ledger_breaches:
             terminalreporter.write_line(printable(f"FACT LEDGER  {line}"))
+        for line in self.ctx.history.lines() if self.ctx.history else ():
+            terminalreporter.write_line(line)
         for what, path in self.written.items():
             terminalreporter.write_line(f"{what}: {path}")
