@@ -16,9 +16,11 @@ results are its own part of one CI run, joined by ``ctxeval merge``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..gate.baseline import Key, record_key
+from ..gate.compare import Scope
 from ..results.record import ResultRecord
 
 
@@ -52,6 +54,7 @@ class PreviousResults:
         from ..gate.completeness import scenario_scope
 
         scope = scenario_scope(records, root)
+        stands = _standing(scope, root)
         mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
         out: list[ResultRecord] = []
         placed: set[Key] = set()
@@ -62,9 +65,33 @@ class PreviousResults:
             if key in mine:
                 out.append(mine[key])
                 placed.add(key)
-            elif old.model == model and old.repeat == repeat and scope(key) == "expected":
+            elif old.model == model and old.repeat == repeat and stands(key):
                 out.append(old)
                 placed.add(key)
                 self.kept += 1
         out.extend(r for r in records if record_key(r) not in placed)
         return out
+
+
+def _standing(scope: Callable[[Key], Scope], root: Path) -> Callable[[Key], bool]:
+    """Whether an earlier item still exists: a probe the scenarios still have
+    under a strategy this run ran, or a rollout item of a scenario still there
+    (a rollout has no probe of that name in the file)."""
+    from ..evaluate.rollout.script import ROLLOUT_ID
+    from ..gate.completeness import _read
+
+    files: dict[str, dict[str, set[str]] | None] = {}
+
+    def stands(key: Key) -> bool:
+        found = scope(key)
+        if found == "expected":
+            return True
+        scenario_file, scenario, _, probe = key
+        if found == "out" or probe != ROLLOUT_ID:
+            return False
+        if scenario_file not in files:
+            files[scenario_file] = _read(root / scenario_file, root)
+        held = files[scenario_file]
+        return held is not None and scenario in held
+
+    return stands
