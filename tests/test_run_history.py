@@ -186,3 +186,32 @@ def test_another_model_s_results_are_not_merged(ctx: CtxProject) -> None:
     )
     assert ctx.run(STRATEGIES, "-k", "short").ret == pytest.ExitCode.OK
     assert {r["scenario"] for r in ctx.results()} == {"short"}
+
+
+ROLLOUT = """
+    id: live
+    mode: rollout
+    system: You are a coding assistant.
+    turns:
+      - user: We are writing an HTTP client today.
+      - assistant: Understood.
+    constraints:
+      - id: no-requests
+        at_turn: 1
+        text: "Never use the requests library; always use urllib3."
+        check: {python: {forbid_imports: [requests], require_imports: [urllib3]}}
+    rollout:
+      user:
+        - Write a function that downloads a URL.
+    probes:
+      - {id: last, user: "Write a function that downloads the status page."}
+"""
+
+
+def test_a_rollout_item_is_kept_while_its_scenario_is_there(ctx: CtxProject) -> None:
+    # A rollout item is named "rollout", a probe the scenario file does not have.
+    ctx.scenario("live", ROLLOUT)
+    ctx.scenario("short", SHORT)
+    assert ctx.run("--ctx-strategy=full", "--ctx-fail-on=never").ret == pytest.ExitCode.OK
+    assert ctx.run("--ctx-strategy=full", "-k", "short").ret == pytest.ExitCode.OK
+    assert ("live", "rollout") in {(r["scenario"], r["probe"]) for r in ctx.results()}
