@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import HistoryOptions
-from .partial import PreviousResults
 
 if TYPE_CHECKING:
     from ..options import CtxOptions
     from ..output_loss import RunOutputs
     from ..results.record import ResultRecord
     from ..results.run_info import RunInfo
+    from .partial import PreviousResults
 
 
 class RunHistory:
@@ -26,8 +26,17 @@ class RunHistory:
         self.root = root  # the scenario paths in the records are relative to it
         # A shard's results are its part of one CI run: never merged.
         self.merges = not (options.fresh or run.shard is not None)
-        self.previous = PreviousResults()
+        # Read only once the run has scenarios: a run without them imports nothing heavy.
+        self._previous: PreviousResults | None = None
         self.saved: Path | None = None
+
+    @property
+    def previous(self) -> PreviousResults:
+        if self._previous is None:
+            from .partial import PreviousResults
+
+            self._previous = PreviousResults()
+        return self._previous
 
     def before_writing(self) -> None:
         if self.merges:
@@ -94,7 +103,7 @@ class RunHistory:
 
     def lines(self) -> list[str]:
         """For the terminal summary: what a partial rerun kept."""
-        kept = self.previous.kept
+        kept = self._previous.kept if self._previous is not None else 0
         if not kept:
             return []
         items = "item" if kept == 1 else "items"
