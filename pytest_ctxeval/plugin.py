@@ -25,6 +25,7 @@ from .collect import (
     ScenarioFile,
     register_tag,
 )
+from .history.options import HistoryOptions, add_history_options
 from .options import CtxOptions, add_options
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
 from .session import SESSION_KEY, CtxSession
@@ -35,6 +36,7 @@ WORKER_INPUT_KEY = "ctxeval_parsed_dir"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_history_options(parser)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -75,6 +77,10 @@ def pytest_configure(config: pytest.Config) -> None:
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)
     if not hasattr(config, "workerinput"):
+        from .history.run import RunHistory
+
+        history = HistoryOptions.from_config(config)
+        ctx.history = RunHistory(history, options, root=config.rootpath)
         config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
     elif WORKER_INPUT_KEY in config.workerinput:
         folder = Path(config.workerinput[WORKER_INPUT_KEY])

@@ -103,5 +103,7 @@ def write_summary(
             terminalreporter.write_line(printable(line))
     for line in ledger_breaches:
         terminalreporter.write_line(printable(f"FACT LEDGER  {line}"))
+    for line in ctx.history.lines() if ctx.history else ():  # a partial rerun's kept items
+        terminalreporter.write_line(line)
     for what, path in written.items():
         terminalreporter.write_line(f"{what}: {path}")

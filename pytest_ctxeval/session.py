@@ -21,6 +21,7 @@ from .options import CtxOptions
 if TYPE_CHECKING:
     from .evaluate.runner import Evaluator
     from .gate.run import Gate, GateResult
+    from .history.run import RunHistory
     from .results.record import ResultRecord
     from .results.run_info import RunInfo
     from .run_lock import RunLock
@@ -74,6 +75,8 @@ class CtxSession:
     gate_result: GateResult | None = None
     _gate: Gate | None = None
     _run_info: RunInfo | None = None
+    # Controller side: the run history and partial reruns (see history/).
+    history: RunHistory | None = None
 
     def __post_init__(self) -> None:
         from .output_loss import RunOutputs
@@ -253,6 +256,8 @@ class CtxSession:
             self.lock.release()
             raise pytest.UsageError(str(exc)) from None
         self._outputs_checked = True
+        if self.history is not None:  # before this run's first record replaces them
+            self.history.before_writing()
 
     @property
     def has_evaluator(self) -> bool:
@@ -370,10 +375,13 @@ class CtxSession:
             )
         from .report.html import write_report
 
+        # The gate above judged this run's records only; the report shows a
+        # partial rerun's items with the earlier ones that still stand.
+        whole = self.history.merged(self.records, self.outputs) if self.history else self.records
         try:
             write_report(
                 self.options.report,
-                self.records,
+                whole,
                 run_info=self.run_info,
                 comparison=self.gate_result.comparison if self.gate_result else None,
                 gate=self.gate_result,
@@ -383,6 +391,8 @@ class CtxSession:
             written["report"] = self.options.report
         except OSError as exc:
             self.outputs.lost(self.options.report, "the report (no part of it was written)", exc)
+        if self.history is not None:
+            self.history.keep(whole, self.run_info, written, self.outputs)
         if self.gate_result and self.gate_result.baseline_written:
             written["baseline"] = self.gate_result.baseline_written
         if self.options.summary is not None:

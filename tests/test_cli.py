@@ -487,6 +487,9 @@ def test_help_says_what_the_tool_is_and_lists_every_command(
         "strategies",
         "show",
         "report",
+        "runs",
+        "compare",
+        "view",
         "merge",
         "gate",
         "conform",
@@ -526,7 +529,7 @@ def test_an_unknown_command_without_a_close_match_lists_the_commands(
     err = usage_error(capsys, "frobnicate")
     assert err.startswith(
         "ctxeval: unknown command 'frobnicate'; commands: validate, schema, strategies, show, "
-        "report, merge, gate, conform, import"
+        "report, runs, compare, view, merge, gate, conform, import"
     )
 
 

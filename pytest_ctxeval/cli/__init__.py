@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from ..cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
 from ..llm.error_text import error_line
-from . import conform, gate, importing, report, schema, show, strategies, validate
+from . import conform, gate, history, importing, report, schema, show, strategies, validate
 from .command import Handler
 
 # The commands in the order `ctxeval --help` lists them; a new command is a
 # module with ``add`` and ``HANDLERS`` (see command.py) and one line here.
-COMMANDS = (validate, schema, strategies, show, report, gate, conform, importing)
+COMMANDS = (validate, schema, strategies, show, report, history, gate, conform, importing)
 
 DESCRIPTION = """\
 ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
@@ -29,6 +29,9 @@ examples:
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding --turn 3
   ctxeval report reports/results.jsonl -o reports/ctxeval.html
+  ctxeval runs                        # the runs kept under reports/runs/
+  ctxeval compare previous latest     # two runs side by side: worse, better
+  ctxeval view                        # open the latest report
   pytest --ctx-strategy=headtail      # run the scenarios under one strategy
   ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
   ctxeval gate all.jsonl --baseline ctxeval-baseline.json

@@ -36,6 +36,7 @@ from .charts import (
 )
 from .drilldown import DrilldownData, script_json
 from .evidence import STATES, evidence_survival
+from .origins import current_run, origin
 from .outcomes import FAIL_ON_DEFAULT, outcome_counts, pytest_outcome
 from .sweeps import sweep_context
 
@@ -245,6 +246,10 @@ def render_report(
     if comparison is not None or gated:
         regressed = comparison.regressed_keys if comparison is not None else set()
     outcomes = [pytest_outcome(r, fail_on, regressed) for r in records]
+    items = _item_rows(records, outcomes, marks)
+    current = current_run(records, run_info.run_id if isinstance(run_info, RunInfo) else "")
+    for row in items:  # a partial rerun: the items kept from earlier runs say so
+        row["from_run"] = origin(row["record"], current)
     drilldown = DrilldownData()
     for record, outcome in zip(records, outcomes, strict=True):
         drilldown.add(record, outcome, marks.get(record_key(record)))
@@ -271,7 +276,7 @@ def render_report(
         **sweep_context(records),
         "comparison": comparison,
         "baseline_chart": baseline_chart(comparison),
-        "items": _item_rows(records, outcomes, marks),
+        "items": items,
         "tags": sorted({tag for r in records for tag in r.tags}),
         "evidence": evidence_survival(records),
         "evidence_states": STATES,

@@ -1,0 +1,97 @@
+"""A run that selects only some items (-k, -m, --lf, node ids, --deselect,
+-x stopping early) updates them in the latest results instead of replacing
+them all.
+
+The rule, one test per earlier record: it is kept when this run has no
+record of the same item, it was measured with the same model and repeat
+count, its strategy is one this run ran, and its scenario file still defines
+its scenario and probe (read as the gate reads what a results file should
+have had, see gate.completeness).  So a full run replaces everything, a rerun
+of some items keeps the rest, and items whose scenario, probe or strategy is
+gone are dropped instead of lingering.  A kept record keeps its own run id
+and start time: the report says which run it came from.
+
+Nothing is merged under ``--ctx-fresh`` or ``--ctx-shard`` (a shard's
+results are its own part of one CI run, joined by ``ctxeval merge``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..gate.baseline import Key, record_key
+from ..gate.compare import Scope
+from ..results.record import ResultRecord
+
+
+class PreviousResults:
+    """The latest results as they were before this run started writing."""
+
+    def __init__(self) -> None:
+        self.records: list[ResultRecord] = []
+        self.kept = 0
+
+    def read(self, path: Path) -> None:
+        """Read ``path`` before this run truncates it; a file that is missing
+        or unreadable merges nothing (the run then replaces it, as always)."""
+        from ..results.store import load_results
+
+        if path.is_symlink() or not path.is_file():
+            return
+        try:
+            self.records = load_results(path)
+        except (OSError, ValueError):
+            self.records = []
+
+    def merged(
+        self, records: list[ResultRecord], *, model: str, repeat: int, root: Path
+    ) -> list[ResultRecord]:
+        """This run's records with the earlier ones that still stand, in the
+        earlier file's order with this run's in their places, new ones last."""
+        self.kept = 0
+        if not self.records or not records:
+            return list(records)
+        from ..gate.completeness import scenario_scope
+
+        scope = scenario_scope(records, root)
+        stands = _standing(scope, root)
+        mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
+        out: list[ResultRecord] = []
+        placed: set[Key] = set()
+        for old in self.records:
+            key = record_key(old)
+            if key in placed:
+                continue
+            if key in mine:
+                out.append(mine[key])
+                placed.add(key)
+            elif old.model == model and old.repeat == repeat and stands(key):
+                out.append(old)
+                placed.add(key)
+                self.kept += 1
+        out.extend(r for r in records if record_key(r) not in placed)
+        return out
+
+
+def _standing(scope: Callable[[Key], Scope], root: Path) -> Callable[[Key], bool]:
+    """Whether an earlier item still exists: a probe the scenarios still have
+    under a strategy this run ran, or a rollout item of a scenario still there
+    (a rollout has no probe of that name in the file)."""
+    from ..evaluate.rollout.script import ROLLOUT_ID
+    from ..gate.completeness import _read
+
+    files: dict[str, dict[str, set[str]] | None] = {}
+
+    def stands(key: Key) -> bool:
+        found = scope(key)
+        if found == "expected":
+            return True
+        scenario_file, scenario, _, probe = key
+        if found == "out" or probe != ROLLOUT_ID:
+            return False
+        if scenario_file not in files:
+            files[scenario_file] = _read(root / scenario_file, root)
+        held = files[scenario_file]
+        return held is not None and scenario in held
+
+    return stands
