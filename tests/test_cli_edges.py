@@ -1,0 +1,49 @@
+"""Small edges of the ``ctxeval`` command line: output piped into a reader
+that stops early (``ctxeval schema | head``)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LONG_SCENARIO = REPO / "scenarios/agent-50-turns.yaml"
+# What the console script runs.
+CTXEVAL = [sys.executable, "-c", "import sys; from pytest_ctxeval.cli import main; sys.exit(main())"]
+
+
+def read_a_line_then_close(*argv: str) -> tuple[int, str]:
+    """Run ``ctxeval ARGV`` into a pipe, read its first line and close the
+    pipe, as ``| head -1`` does: (exit status, stderr)."""
+    read_end, write_end = os.pipe()
+    # A one-page pipe: the command is still writing when the reader leaves,
+    # however short its output, so the broken pipe always happens.
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen(
+        [*CTXEVAL, *argv],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        assert reader.readline()
+    _, err = process.communicate(timeout=120)
+    return process.returncode, err.decode()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("schema",), ("show", str(LONG_SCENARIO))],
+    ids=["schema", "show"],
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(argv: tuple[str, ...]) -> None:
+    code, err = read_a_line_then_close(*argv)
+    assert "BrokenPipe" not in err and "Traceback" not in err, err
+    assert err == ""
+    assert code == 0
