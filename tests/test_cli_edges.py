@@ -14,7 +14,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 LONG_SCENARIO = REPO / "scenarios/agent-50-turns.yaml"
 # What the console script runs.
-CTXEVAL = [sys.executable, "-c", "import sys; from pytest_ctxeval.cli import main; sys.exit(main())"]
+CTXEVAL = [
+    sys.executable,
+    "-c",
+    "import sys; from pytest_ctxeval.cli import main; sys.exit(main())",
+]
 
 
 def read_a_line_then_close(*argv: str) -> tuple[int, str]:

@@ -52,7 +52,8 @@ def test_validate_warns_of_a_scenario_id_in_two_files(
     (tmp_path / "b.yaml").write_text(SCENARIO.format(id="staging-port"), encoding="utf-8")
     assert main(["validate", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'b.yaml'}:1:1: warning: scenario id 'staging-port' is used in two files" in err
+    twice = "warning: scenario id 'staging-port' is used in two files"
+    assert f"{tmp_path / 'b.yaml'}:1:1: {twice}" in err
     assert str(tmp_path / "a.yaml") in err
 
 
