@@ -57,7 +57,7 @@ def _zero(value: Any) -> bool:
 
 
 def summary_table(
-    summary: list[Mapping[str, Any]], records: list[ResultRecord], model: str = ""
+    summary: list[Mapping[Any, Any]], records: list[ResultRecord], model: str = ""
 ) -> dict[str, Any]:
     """``summary``: ``strategy_summary``'s rows, each with its ``strategy``.
     ``model``: the run's model, when the records do not say it."""
