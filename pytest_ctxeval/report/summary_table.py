@@ -5,7 +5,7 @@ measured" for what it never measured."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -57,7 +57,7 @@ def _zero(value: Any) -> bool:
 
 
 def summary_table(
-    summary: list[Mapping[Any, Any]], records: list[ResultRecord], model: str = ""
+    summary: Sequence[Mapping[Any, Any]], records: list[ResultRecord], model: str = ""
 ) -> dict[str, Any]:
     """``summary``: ``strategy_summary``'s rows, each with its ``strategy``.
     ``model``: the run's model, when the records do not say it."""
