@@ -269,6 +269,7 @@ def render_report(
         "present": [c for c in CLASSIFICATIONS if any(r.classification == c for r in records)],
         "data": script_json(drilldown.payload()),
         "script": _asset("report.js.j2"),
+        "extras": _asset("report_extras.js.j2"),
         "style": _asset("report.css.j2"),
     }
     return _environment().get_template(TEMPLATE).render(**context)
