@@ -51,3 +51,45 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(argv: tuple[str, ...
     assert "BrokenPipe" not in err and "Traceback" not in err, err
     assert err == ""
     assert code == 0
+
+
+def test_report_writes_the_item_table_as_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import csv
+
+    from pytest_ctxeval.cli import main
+    from pytest_ctxeval.results.record import ResultRecord
+    from pytest_ctxeval.results.store import write_results
+
+    def rec(**kw: object) -> ResultRecord:
+        base: dict[str, object] = {
+            "scenario": "needle",
+            "strategy": "full",
+            "model": "ctxeval/oracle",
+            "probe": "p1",
+            "verdict": "pass",
+            "classification": "ok",
+            "prompt_tokens": 400,
+            "full_prompt_tokens": 400,
+            "cumulative_input_tokens": 1000,
+        }
+        base.update(kw)
+        return ResultRecord(**base)  # type: ignore[arg-type]
+
+    results = tmp_path / "results.jsonl"
+    write_results(
+        results,
+        [
+            rec(),
+            rec(strategy="=cmd", verdict="error", classification="error", prompt_tokens=0),
+        ],
+    )
+    table = tmp_path / "items.csv"
+    argv = ["report", str(results), "-o", str(tmp_path / "r.html"), "--csv", str(table)]
+    assert main(argv) == 0
+    assert f"items: {table} (CSV)" in capsys.readouterr().out
+    rows = list(csv.reader(table.open(encoding="utf-8")))
+    assert rows[0][:5] == ["scenario", "strategy", "probe", "classification", "pytest"]
+    assert rows[1][1] == "'=cmd" and rows[1][5:] == ["not measured"] * 4  # no formula
+    assert rows[2][1:4] == ["full", "p1", "ok"] and rows[2][5] == "400"
