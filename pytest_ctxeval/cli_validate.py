@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 
 def validate(args: argparse.Namespace) -> int:
+    from .scenario.duplicates import ScenarioIds
     from .scenario.errors import ScenarioError, ScenarioWarning
     from .scenario.loader import load_conversations
 
@@ -30,6 +31,7 @@ def validate(args: argparse.Namespace) -> int:
         else:
             files.append((path, include_root(path, args.root)))
     bad = 0
+    ids = ScenarioIds()
     for file, root in files:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ScenarioWarning)
@@ -41,12 +43,19 @@ def validate(args: argparse.Namespace) -> int:
                 scenarios = None
         notes = _scenario_warnings(caught)
         notes += _decoy_warnings(str(file), scenarios or [], said=notes)
-        for note in notes:
+        for scenario in scenarios or []:
+            twice = ids.add(scenario.id, str(file))
+            if twice:
+                notes.append(f"{file}:1:1: warning: {twice}")
+        agreement = _agreement_notes(str(file), scenarios or [])
+        for note in notes + agreement:
             print(note, file=sys.stderr)
         if scenarios is not None:
             counted = f"{len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}"
             if notes:
                 counted += f", {len(notes)} warning{'s' if len(notes) != 1 else ''}"
+            if agreement:
+                counted += f", {len(agreement)} note{'s' if len(agreement) != 1 else ''}"
             print(f"{file}: ok ({counted})")
     return 1 if bad else 0
 
@@ -66,6 +75,23 @@ def _scenario_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
             notes.append(f"{p.path}:{p.line}:{p.column}: warning: {p.message}")
         else:
             notes.append(f"warning: {message}")
+    return notes
+
+
+def _agreement_notes(path: str, conversations: list[Conversation]) -> list[str]:
+    """A note at each probe with nothing to check its answer against: it
+    passes when it agrees with the full-context answer, whatever that says."""
+    notes = []
+    for conversation in conversations:
+        for probe in conversation.probes:
+            if probe.expect is not None or probe.constraint_check is not None:
+                continue
+            line = conversation.probe_lines.get(probe.id, 1)
+            column = conversation.probe_columns.get(probe.id, 1)
+            notes.append(
+                f"{path}:{line}:{column}: note: probe {probe.id!r} of {conversation.id!r} "
+                "has no expect: scored by agreement with the full-context answer"
+            )
     return notes
 
 

@@ -25,6 +25,7 @@ from .collect import (
     ScenarioFile,
     register_tag,
 )
+from .duplicate_ids import DuplicateScenarioIds
 from .history.options import HistoryOptions, add_history_options
 from .options import CtxOptions, add_options
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
@@ -76,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)
+    config.pluginmanager.register(DuplicateScenarioIds(), "ctxeval-duplicate-ids")
     if not hasattr(config, "workerinput"):
         from .history.run import RunHistory
 

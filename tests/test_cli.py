@@ -98,7 +98,7 @@ def test_validate_skips_what_the_plugin_does_not_collect(tmp_path, capsys, fragm
         f"""
         id: uses-shared
         turns: !include {fragment}
-        probes: [{{id: p, user: q}}]
+        probes: [{{id: p, user: q, expect: {{contains: "5433"}}}}]
         """,
     )
     code, out, err = run(capsys, "validate", str(root))
@@ -136,7 +136,7 @@ def release_in_a_subfolder(root: Path) -> Path:
         id: release
         system: !include ../_shared/system.txt
         turns: [{user: hi}]
-        probes: [{id: p, user: q}]
+        probes: [{id: p, user: q, expect: {contains: release}}]
         """,
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -41,6 +42,29 @@ examples:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: every command's output may go to a reader that
+    stops early (``ctxeval schema | head``); that ends the command quietly."""
+    try:
+        code = _run(argv)
+        # Flushed here, not at exit, so a closed pipe is caught below.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush at exit would
+    otherwise hit the closed pipe again and print a warning."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (captured in tests)
+        pass
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     if extras:
@@ -54,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = handlers[args.command]
     try:
         return handler(args)
+    except BrokenPipeError:
+        raise  # the reader left: not an error (see main)
     except Exception as exc:  # an error we did not foresee is still one line
         print(f"ctxeval {args.command}: {type(exc).__name__}: {error_line(exc)}", file=sys.stderr)
         return 1

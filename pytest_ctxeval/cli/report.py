@@ -25,6 +25,9 @@ def add(command: AddCommand) -> None:
     report.add_argument(
         "--root", type=Path, default=Path("."), help="As gate's --root (default: .)"
     )
+    report.add_argument(
+        "--csv", type=Path, metavar="PATH", help="Also write the item table as CSV to PATH"
+    )
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -49,6 +52,10 @@ def _report(args: argparse.Namespace) -> int:
         return 1
     write_report(args.output, records, gate=gated)
     print(f"report: {args.output} ({len(records)} records)")
+    if args.csv is not None:
+        from ..report.items_csv import write_items_csv
+
+        print(f"items: {write_items_csv(args.csv, records)} (CSV)")
     if gated is not None:
         print(gated.headline)
     return 0

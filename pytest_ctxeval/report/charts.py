@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from ..gate.compare import Comparison
 from ..results.analysis import pareto_front
 from .chart_parts import Box, _grid, _legend, _place_label
+from .series_legend import group_open, shown_at_first, toggle_legend
 from .svg import (
     INK,
     MUTED,
@@ -192,8 +193,10 @@ def _series_svg(
         f'<text class="axis" x="{(left + width - right) / 2}" y="{height - 6}" '
         'text-anchor="middle">model call (the last is the probe)</text>'
     )
+    shown = shown_at_first(series)
     # full last, so its line is on top.
     for name in sorted(series, key=lambda n: n == "full"):
+        parts.append(group_open(name, name in shown))
         values = series[name]
         colour = palette.get(name.split(" @ ")[0], MUTED)
         line = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
@@ -211,8 +214,10 @@ def _series_svg(
                 f'points="{dots}"><title>{escape(name)}: cached tokens per call '
                 f"({share:.0%} of its input)</title></polyline>"
             )
+        parts.append("</g>")
     parts.append("</svg>")
-    return Markup("".join(parts) + _legend(series, lambda n: palette.get(n.split(" @ ")[0], MUTED)))
+    legend = toggle_legend(list(series), lambda n: palette.get(n.split(" @ ")[0], MUTED), shown)
+    return Markup("".join(parts) + legend)
 
 
 def depth_heatmaps(df: pd.DataFrame) -> Markup:

@@ -9,7 +9,6 @@ safe is the SVG the chart functions build, with their labels escaped.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -36,29 +35,15 @@ from .charts import (
 )
 from .drilldown import DrilldownData, script_json
 from .evidence import STATES, evidence_survival
+from .formats import NOT_MEASURED, percent, thousands, usd
 from .origins import current_run, origin
 from .outcomes import FAIL_ON_DEFAULT, outcome_counts, pytest_outcome
+from .summary_table import summary_table
 from .sweeps import sweep_context
 
 __all__ = ["render_report", "tokens_chart", "write_report"]
 
 TEMPLATE = "report.html.j2"
-
-
-def _thousands(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{round(value):,}"
-
-
-def _percent(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value * 100:.1f} %"
-
-
-def _usd(value: Any) -> str:
-    return f"${value:,.4f}"
 
 
 @lru_cache(maxsize=1)
@@ -73,7 +58,7 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(thousands=_thousands, percent=_percent, usd=_usd)
+    env.filters.update(thousands=thousands, percent=percent, usd=usd)
     return env
 
 
@@ -204,6 +189,8 @@ def _item_rows(
                 "saved": saved,
                 "gate": mark,
                 "gate_note": note,
+                # An item that errored before its window was built measured nothing.
+                "measured": not (record.classification == "error" and not record.prompt_tokens),
             }
         )
     return rows
@@ -254,15 +241,19 @@ def render_report(
     for record, outcome in zip(records, outcomes, strict=True):
         drilldown.add(record, outcome, marks.get(record_key(record)))
     series = prompt_series_charts(df)
+    summary_rows = [{"strategy": s, **row} for s, row in summary.to_dict("index").items()]
+    header = _header(records, run_info)
     context = {
         "title": title,
-        "run_info": _header(records, run_info),
+        "run_info": header,
         "outcomes": outcome_counts(outcomes),
         "fail_on": fail_on,
         "gated": regressed is not None,
         "params": _strategy_params(records, run_info),
         "classifications": CLASSIFICATIONS,
-        "summary": [{"strategy": s, **row} for s, row in summary.to_dict("index").items()],
+        "summary": summary_rows,
+        "summary_table": summary_table(summary_rows, records, str(header["model"])),
+        "not_measured": NOT_MEASURED,
         "strategies": list(matrix.columns),
         "matrix": _matrix_rows(matrix, regressed_cells),
         "gate": gate,
@@ -283,6 +274,7 @@ def render_report(
         "present": [c for c in CLASSIFICATIONS if any(r.classification == c for r in records)],
         "data": script_json(drilldown.payload()),
         "script": _asset("report.js.j2"),
+        "extras": _asset("report_extras.js.j2"),
         "style": _asset("report.css.j2"),
     }
     return _environment().get_template(TEMPLATE).render(**context)

@@ -21,6 +21,9 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
     cols = ["items", "passed", "context_loss", "model_miss", "uncheckable", *others]
     full = strategy_summary(records_frame(records))
     summary = full[[*cols, "cumulative_input_tokens"]]
+    errored = {
+        name for name, row in summary.iterrows() if row["error"] and row["error"] == row["items"]
+    }
     rows = [
         (
             printable(str(name)),
@@ -28,7 +31,8 @@ def summary_lines(records: list[ResultRecord]) -> list[str]:
             str(row["context_loss"]),
             str(row["model_miss"]),
             str(sum(row[c] for c in others)),
-            f"{row['cumulative_input_tokens']:,}",
+            # A strategy whose every item errored measured no tokens: not 0.
+            "not measured" if name in errored else f"{row['cumulative_input_tokens']:,}",
             _ratio(float(full.at[name, "cache_hit_ratio"])),  # type: ignore[arg-type]
             f"${float(full.at[name, 'cost_per_task_usd']):.4f}",  # type: ignore[arg-type]
             str(row["uncheckable"]),
