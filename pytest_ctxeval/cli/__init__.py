@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from ..cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
 from ..llm.error_text import error_line
-from . import conform, gate, importing, report, schema, show, strategies, validate
+from . import conform, gate, importing, init, report, schema, show, strategies, validate
 from .command import Handler
 
 # The commands in the order `ctxeval --help` lists them; a new command is a
 # module with ``add`` and ``HANDLERS`` (see command.py) and one line here.
-COMMANDS = (validate, schema, strategies, show, report, gate, conform, importing)
+COMMANDS = (init, validate, schema, strategies, show, report, gate, conform, importing)
 
 DESCRIPTION = """\
 ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
@@ -25,6 +25,7 @@ after it. `pytest` runs them; these commands check, inspect and report."""
 
 EXAMPLES = """\
 examples:
+  ctxeval init                        # scaffold a project pytest runs at once
   ctxeval validate scenarios/
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding --turn 3
