@@ -25,6 +25,8 @@ from .collect import (
     ScenarioFile,
     register_tag,
 )
+from .live.hooks import register_live_feedback
+from .live.options import add_live_options
 from .options import CtxOptions, add_options
 from .report.terminal_text import printable
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
@@ -36,6 +38,7 @@ WORKER_INPUT_KEY = "ctxeval_parsed_dir"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
+    add_live_options(parser)  # progress, --ctx-max-failures, --ctx-verbose (see live/)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -72,6 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[SESSION_KEY] = ctx
     config.add_cleanup(ctx.lock.release)
+    register_live_feedback(config)
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)
