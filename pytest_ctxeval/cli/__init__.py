@@ -13,7 +13,7 @@ from .command import Handler
 
 # The commands in the order `ctxeval --help` lists them; a new command is a
 # module with ``add`` and ``HANDLERS`` (see command.py) and one line here.
-COMMANDS = (init, validate, schema, strategies, show, report, gate, conform, importing)
+COMMANDS = (validate, schema, strategies, show, report, gate, conform, importing, init)
 
 DESCRIPTION = """\
 ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
@@ -25,7 +25,6 @@ after it. `pytest` runs them; these commands check, inspect and report."""
 
 EXAMPLES = """\
 examples:
-  ctxeval init                        # scaffold a project pytest runs at once
   ctxeval validate scenarios/
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding
   ctxeval show scenarios/needle-middle-30.yaml --strategy sliding --turn 3
@@ -34,6 +33,7 @@ examples:
   ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
   ctxeval gate all.jsonl --baseline ctxeval-baseline.json
   ctxeval conform "langchain-trim(max_tokens=2000)"   # window rules + the suite
+  ctxeval init my-project             # scenarios, a strategy, pytest.ini, CI: pytest runs it
 
 `ctxeval COMMAND --help` describes one command."""
 

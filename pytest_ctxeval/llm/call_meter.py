@@ -17,13 +17,22 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from .cassettes import CallContext
-    from .client import Completion
 
-_T = TypeVar("_T")
+
+class Answer(Protocol):
+    """What the meter reads of a call's completion (client.Completion)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_s: float
+
+
+_A = TypeVar("_A", bound=Answer)
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,7 @@ class CallMeter:
         with self._lock:
             return self._counts
 
-    def metered(self, ask: Callable[[], Completion]) -> Completion:
+    def metered(self, ask: Callable[[], _A]) -> _A:
         """``ask()``, counted; while it runs, ``current()`` is its ticket."""
         with self._lock:
             c = self._counts = replace(self._counts, started=self._counts.started + 1)
@@ -141,7 +150,7 @@ def call_label() -> str:
 
 
 def log_answer(
-    logger: logging.Logger, model: str, context: CallContext | None, completion: Completion
+    logger: logging.Logger, model: str, context: CallContext | None, completion: Answer
 ) -> None:
     """The per-call log line (``pytest --log-cli-level=INFO`` shows it live)."""
     logger.info(
