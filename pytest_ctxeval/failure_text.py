@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 def one_line_failure(record: ResultRecord, reason: str = "") -> str:
     """``context_loss: probe launch-code under sliding; see: ctxeval show ...``,
     the gate's reason (a regression) first when there is one."""
-    what = f"{record.classification}: probe {record.probe} under {record.strategy}"
+    item = f"probe {record.probe} under {record.strategy}"
+    what = f"{record.classification}: {item}"
+    if record.repeat > 1 and record.classification != "error":  # the rates are the verdict
+        what = f"{record.classification}: {rates(record)}; {item}"
     if record.error:  # what went wrong is the one thing to read first
         error = record.error if len(record.error) <= 500 else record.error[:500] + "…"
-        what = f"{record.classification}: {error}; probe {record.probe} under {record.strategy}"
+        what = f"{record.classification}: {error}; {item}"
     if reason:
         what = f"{reason}; {what}"
     from .show_command import show_command  # pydantic: only once an item failed
