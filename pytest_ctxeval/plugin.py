@@ -28,7 +28,6 @@ from .collect import (
 from .live.hooks import register_live_feedback
 from .live.options import add_live_options
 from .options import CtxOptions, add_options
-from .report.terminal_text import printable
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
 from .session import SESSION_KEY, CtxSession
 
@@ -255,14 +254,6 @@ def _load_report_modules() -> None:
         pass
 
 
-# Exit codes a lost output does not replace: they say something worse.
-_NOT_OVERRIDDEN = (
-    pytest.ExitCode.INTERRUPTED,
-    pytest.ExitCode.INTERNAL_ERROR,
-    pytest.ExitCode.USAGE_ERROR,
-)
-
-
 class ControllerHooks:
     """Registered only where results are gathered: the controller under
     xdist, or the single process without it."""
@@ -379,17 +370,9 @@ class ControllerHooks:
     # ctxeval summary once this is done.
     @pytest.hookimpl(wrapper=True, trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        if (
-            self.ctx.options.shard is not None
-            and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
-        ):
-            # A shard that drew no scenario is a success with an empty results
-            # file, so the CI matrix's merge step finds every shard's file.
-            self.ctx.check_outputs()
-            self.ctx.will_record = True
-            session.exitstatus = pytest.ExitCode.OK
-        if session.exitstatus == pytest.ExitCode.INTERRUPTED and not self.runs_workers:
-            self._keep_finished_before_interrupt(session)
+        from .run_end import before_finish, exit_status
+
+        before_finish(self.ctx, session, runs_workers=self.runs_workers)
         if not self.runs_workers:
             self.written = self.ctx.finish()
             result = yield
@@ -404,62 +387,10 @@ class ControllerHooks:
                     result = yield
                 finally:
                     self.written = finishing.result()
-        self._gate_exit_status(session)
-        if self.ctx.options.ledger_rules:  # --ctx-fail-if=mutated:>0 and the like
-            from .gate.ledger_rules import ledger_exit
-
-            self.ledger_breaches, session.exitstatus = ledger_exit(
-                self.ctx.options.ledger_rules, self.ctx.records, session.exitstatus
-            )
-        if self.ctx.outputs.losses and session.exitstatus not in _NOT_OVERRIDDEN:
-            from .output_loss import OUTPUT_LOST
-
-            session.exitstatus = OUTPUT_LOST
+        self.ledger_breaches = exit_status(self.ctx, session, other_failures=self.other_failures)
         return result
 
-    def _keep_finished_before_interrupt(self, session: pytest.Session) -> None:
-        """Ctrl-C stopped the run inside a batch of model calls: the items
-        whose answers had all come back keep their records (the calls were
-        paid for), though pytest never reported them."""
-        from .collect import ProbeItem
-
-        kept = {record.nodeid for record in self.ctx.records}
-        for item in session.items:
-            if isinstance(item, ProbeItem) and item.nodeid not in kept:
-                record = item.finished_before_interrupt()
-                if record is not None:
-                    self.ctx.keep(record)
-
-    def _gate_exit_status(self, session: pytest.Session) -> None:
-        result = self.ctx.gate_result
-        # The gate's exit code tells a regression from a broken budget or from
-        # errors; it never hides an interruption, a usage error or a failure
-        # of a test that is not a ctxeval item.
-        if (
-            result is not None
-            and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-            and not self.other_failures
-        ):
-            session.exitstatus = int(result.exit)
-
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for loss in self.ctx.outputs.losses:
-            terminalreporter.write_line(printable(loss.line()))
-        if not self.written:
-            return
-        from .report.terminal import summary_lines
+        from .run_end import write_summary
 
-        terminalreporter.section("ctxeval")
-        for line in summary_lines(self.ctx.records):
-            terminalreporter.write_line(line)
-        from .report.sweeps import sweep_summary_lines
-
-        for line in sweep_summary_lines(self.ctx.records, budget_note=self.ctx.budget_note()):
-            terminalreporter.write_line(printable(line))
-        if self.ctx.gate_result is not None:
-            for line in self.ctx.gate_result.lines():
-                terminalreporter.write_line(printable(line))
-        for line in self.ledger_breaches:
-            terminalreporter.write_line(printable(f"FACT LEDGER  {line}"))
-        for what, path in self.written.items():
-            terminalreporter.write_line(f"{what}: {path}")
+        write_summary(terminalreporter, self.ctx, self.written, self.ledger_breaches)

@@ -45,9 +45,9 @@ KEPT_RUN_EDGE = 3
 # Text kept per trace in all; parts past it keep a short start only.
 TRACE_TEXT_CHARS = 40_000
 SHORT_TEXT_CHARS = 120
-# headtail's marker (strategies/headtail.py MARKER): "[… N chars stored as memory m3; …]".
+# headtail's marker (strategies/headtail_listing.py MARKER): "[… N chars stored as memory m3; …]".
 MEMORY_MARKER = re.compile(r"\[… [\d,]+ chars stored as memory (\S+?); call retrieve_memory")
-# A line of headtail's memory listing (strategies/headtail.py LISTING_LINE): "id=m3 | …".
+# A line of headtail's memory listing (strategies/headtail_listing.py LISTING_LINE): "id=m3 | …".
 LISTED_MEMORY = re.compile(r"^id=(\S+) \|", re.MULTILINE)
 # A derived message shares at least this much of its start or end with its original.
 MIN_SHARED_CHARS = 24

@@ -44,7 +44,7 @@ class CacheHostileStrategy(BaseStrategy):
 
     def __init__(self, inner: str = "full", inner_params: dict[str, Any] | None = None) -> None:
         super().__init__()
-        from .registry import available
+        from .lookup import available
 
         known = available(preset_dirs=[])
         if inner not in known or inner == self.name:

@@ -194,7 +194,7 @@ def _check_rewriting_stage(position: int, label: str, stage: ContextStrategy) ->
 
 def rewriting_kinds() -> list[str]:
     """The built-in strategies that may come before another stage."""
-    from .registry import builtin_strategies
+    from .lookup import builtin_strategies
 
     return sorted(
         name
@@ -205,9 +205,9 @@ def rewriting_kinds() -> list[str]:
 
 def _built(position: int, entry: Any) -> tuple[str, ContextStrategy]:
     """A stage from its preset form: ``toolprune`` or ``{compaction-cached: {keep_turns: 6}}``."""
+    from .lookup import strategy_kinds
     from .names import display_name
     from .params import StrategyParamError, check_params
-    from .registry import strategy_kinds
 
     params: dict[str, Any] = {}
     if isinstance(entry, str):

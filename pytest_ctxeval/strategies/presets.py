@@ -97,7 +97,7 @@ def shipped_presets() -> dict[str, PresetFactory]:
 @functools.cache
 def _shipped_presets() -> dict[str, PresetFactory]:
     # Read once per process: every cache-hostile instance looks names up.
-    from .registry import builtin_strategies
+    from .lookup import builtin_strategies
 
     return load_presets([SHIPPED_PRESET_DIR], builtin_strategies())
 

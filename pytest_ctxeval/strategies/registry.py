@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import ContextStrategy
+from .lookup import Lookups, install
 from .registration import (
     _BUILTINS,
     StrategyFactory,
@@ -342,3 +343,7 @@ def _distinct(specs: list[tuple[str, StrategySpec]]) -> list[StrategySpec]:
 
 def _as_written(written: str, spec: StrategySpec) -> str:
     return f"{spec.name!r} (from 'all')" if written == "all" else repr(written)
+
+
+# The composites look names up through lookup.py, not by importing this module.
+install(Lookups(builtin_strategies, strategy_kinds, available))
