@@ -98,7 +98,7 @@ def model_free_work(turns: int) -> None:
     from pytest_ctxeval.evaluate.simulate import simulate
     from pytest_ctxeval.evaluate.survival import fact_survival
     from pytest_ctxeval.llm.client import ModelClient
-    from pytest_ctxeval.llm.tokens import count_text_tokens, window_tokens
+    from pytest_ctxeval.llm.tokens import clear_token_counts, window_tokens
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.base import fork_strategy
     from pytest_ctxeval.strategies.registry import resolve
@@ -112,7 +112,7 @@ def model_free_work(turns: int) -> None:
     )
     total = 0.0
     for spec in resolve("all"):
-        count_text_tokens.cache_clear()
+        clear_token_counts()
 
         def once(spec: Any = spec) -> None:
             trace = simulate(conversation, spec.create(), client=client, model="ctxeval/oracle")
@@ -136,14 +136,14 @@ def model_free_work(turns: int) -> None:
 def linear_token_counting() -> None:
     from pytest_ctxeval.evaluate.simulate import simulate
     from pytest_ctxeval.llm.client import ModelClient
-    from pytest_ctxeval.llm.tokens import count_text_tokens
+    from pytest_ctxeval.llm.tokens import clear_token_counts, count_text_tokens
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.full import FullStrategy
 
     print("\ntoken counting is cached per message: simulating `full` (quadratic windows)")
     for turns in (100, 200, 400):
         conversation = parse_conversations(session_yaml(turns), "bench.yaml")[0]
-        count_text_tokens.cache_clear()
+        clear_token_counts()
         seconds = best_of(
             1,
             lambda conversation=conversation: simulate(
@@ -609,9 +609,11 @@ def scaling_one(pairs: int, name: str) -> None:
     print(f"{seconds:.3f} {record.error or ''}".strip())
 
 
-# headtail up to a 10 MB session (40,000 pairs is 9.7 MB of YAML), full beside it.
+# Every built-in strategy and a pipeline up to a 10 MB session (40,000 pairs is
+# 9.7 MB of YAML); --only scaling-doubling-pair: headtail and full only.
 SCALING_DOUBLING = (5_000, 10_000, 20_000, 40_000)
 TARGET_DOUBLING = 2.2
+SCALING_PIPELINE = "toolprune+compaction-cached(keep_turns=6)"
 
 
 def strategy_scaling(
@@ -625,7 +627,10 @@ def strategy_scaling(
         "\nscaling: one item of a user/assistant session on the oracle, per strategy "
         "(seconds; xN = time per doubling of turns, ~2 is linear):"
     )
-    specs = resolve("all") if names is None else [s for n in names for s in resolve(n)]
+    if names is None:  # every built-in strategy, and a pipeline
+        specs = resolve("all") + resolve(SCALING_PIPELINE)
+    else:
+        specs = [s for n in names for s in resolve(n)]
     for spec in specs:
         times: list[float] = []
         note = ""
@@ -646,12 +651,13 @@ def strategy_scaling(
         steps = zip(times, times[1:], strict=False)
         doubling = " ".join(f"x{b / a:.2f}" for a, b in steps if a > 0)
         print(f"  {spec.name:<18} {cells}  per doubling {doubling} {note}".rstrip())
-    if names is not None:
-        print(f"  target: headtail at most x{TARGET_DOUBLING} per doubling up to 40,000 pairs")
+    if sizes == SCALING_DOUBLING:
+        print(f"  target: each at most x{TARGET_DOUBLING} per doubling up to 40,000 pairs")
     print(
         "  reproduce: python benchmarks/bench.py --only scaling "
-        "(--only scaling-long: up to 20,000 pairs; --only scaling-doubling: "
-        "headtail and full, 5,000 to 40,000 pairs)"
+        "(--only scaling-long: up to 20,000 pairs; --only scaling-doubling: every "
+        "strategy and a pipeline, 5,000 to 40,000 pairs; scaling-doubling-pair: headtail "
+        "and full only)"
     )
 
 
@@ -696,7 +702,8 @@ def main() -> None:
                 "xdist": xdist_workloads,
                 "locomo": locomo_sized,
                 "scaling-long": lambda: strategy_scaling(SCALING_LONG),
-                "scaling-doubling": lambda: strategy_scaling(
+                "scaling-doubling": lambda: strategy_scaling(SCALING_DOUBLING),
+                "scaling-doubling-pair": lambda: strategy_scaling(
                     SCALING_DOUBLING, ("headtail", "full")
                 ),
             }[name.strip()]()

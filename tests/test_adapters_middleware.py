@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+from agent_scenarios import agent_recall_scenario
 from conftest import CtxProject, assert_no_traceback, output
 from test_adapters import agent_session, fed
 
@@ -231,25 +232,7 @@ def test_a_middleware_kind_without_langchain_is_one_line_naming_the_extra(
 
 # --- end to end ----------------------------------------------------------------------
 
-AGENT = """
-    id: agent-recall
-    system: You are an assistant with access to the deployment database.
-    turns:
-      - user: "Before we start: the launch code is ZEBRA-42."
-      - assistant: Noted, I will remember it.
-      - user: Dump the deployment records for the checkout service.
-      - tool:
-          name: query_deployments
-          args: {service: checkout}
-          generate: {kind: json_rows, rows: 40, seed: 3}
-      - assistant: That is 40 records; most deployments succeeded.
-      - generate: {kind: chitchat, turns: 10, seed: 1}
-      - user: "My cat is called Miso."
-      - assistant: "Miso is a lovely name for a cat."
-    probes:
-      - {id: launch-code, user: "What is the launch code?", expect: {contains: "ZEBRA-42"}}
-      - {id: cat, user: "What is my cat called?", expect: {contains: "Miso"}}
-"""
+AGENT = agent_recall_scenario()
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["no-xdist", "n2"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
+from agent_scenarios import agent_recall_scenario
 from conftest import CtxProject, assert_no_traceback, output, summary_line
 
 pytestmark = [
@@ -19,25 +20,7 @@ pytestmark = [
     ),
 ]
 
-AGENT = """
-    id: agent-recall
-    system: You are an assistant with access to the deployment database.
-    turns:
-      - user: "Before we start: the launch code is ZEBRA-42."
-      - assistant: Noted, I will remember it.
-      - user: Dump the deployment records for the checkout service.
-      - tool:
-          name: query_deployments
-          args: {service: checkout}
-          generate: {kind: json_rows, rows: 40, seed: 3}
-      - assistant: That is 40 records; most deployments succeeded.
-      - generate: {kind: chitchat, turns: 10, seed: 1}
-      - user: "My cat is called Miso."
-      - assistant: "Miso is a lovely name for a cat."
-    probes:
-      - {id: launch-code, user: "What is the launch code?", expect: {contains: "ZEBRA-42"}}
-      - {id: cat, user: "What is my cat called?", expect: {contains: "Miso"}}
-"""
+AGENT = agent_recall_scenario()
 
 KINDS = (
     "langchain-trim(max_tokens=400)",

@@ -23,7 +23,7 @@ def peers() -> Iterator[ModuleType]:
     """benchmarks/peers, imported the way compare.py imports it."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        for module in ("peers.measure", "peers.tools", "peers.workload"):
+        for module in ("peers.measure", "peers.tools", "peers.workload", "peers.shapes"):
             importlib.import_module(module)
         yield sys.modules["peers"]
     finally:
@@ -80,7 +80,11 @@ def test_peer_workload_files_carry_the_same_conversations(
     config_path = peers.workload.write_promptfoo(conversations, tmp_path, "file://p.js")
     config = json.loads(config_path.read_text())
     assert config["providers"] == ["file://p.js"]
-    assert [(t["vars"]["messages"], t["assert"]) for t in config["tests"]] == [
+    # The tests are a file the config names, as promptfoo's docs set up a dataset:
+    # inline, every string of them would be a template promptfoo builds.
+    assert config["tests"] == "file://tests.json"
+    tests = json.loads((tmp_path / "tests.json").read_text())
+    assert [(t["vars"]["messages"], t["assert"]) for t in tests] == [
         (c.chat(), [{"type": "icontains", "value": c.answer}]) for c in conversations
     ]
 
@@ -156,3 +160,103 @@ def test_every_run_is_kept_off_the_network(
         assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://127.0.0.1:9"
         assert "NO_PROXY" not in env and "no_proxy" not in env
         assert env["PROMPTFOO_CONFIG_DIR"] == str(tmp_path / "out")
+
+
+SHAPE_ROLES = {
+    "project": "user",
+    "long-assistant": "assistant",
+    "tool-json": "tool",
+    "tool-logs": "tool",
+    "short-turns": "assistant",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPE_ROLES))
+def test_each_shape_plants_one_needle_in_its_role(peers: ModuleType, shape: str) -> None:
+    [conv] = peers.shapes.shaped_workload(shape, 1, pairs=20, seed=3)
+    holders = [m["role"] for m in conv.messages if conv.answer in m["content"]]
+    assert holders == [SHAPE_ROLES[shape]]
+    pairs = sum(m["role"] == "user" for m in conv.messages)
+    assert pairs == (80 if shape == "short-turns" else 20)
+    assert conv.chat()[-1] == {"role": "user", "content": conv.question}
+
+
+def test_the_shapes_are_the_sizes_they_say(peers: ModuleType) -> None:
+    def words(shape: str, role: str) -> list[int]:
+        [conv] = peers.shapes.shaped_workload(shape, 1, pairs=10, seed=1)
+        return [len(m["content"].split()) for m in conv.messages if m["role"] == role]
+
+    assert min(words("long-assistant", "assistant")) >= 300
+    encoding = importlib.import_module("pytest_ctxeval.llm.local_tokenizer").local_encoding()
+    for shape in ("tool-json", "tool-logs"):
+        [conv] = peers.shapes.shaped_workload(shape, 1, pairs=10, seed=1)
+        outputs = [m["content"] for m in conv.messages if m["role"] == "tool"]
+        assert outputs and all(len(encoding.encode_ordinary(o)) >= 2000 for o in outputs)
+    assert max(words("short-turns", "user")) <= 2
+
+
+@pytest.mark.parametrize("shape", ["long-assistant", "tool-json", "tool-logs", "short-turns"])
+def test_every_shape_passes_under_full_on_the_oracle(
+    ctx: CtxProject, peers: ModuleType, shape: str
+) -> None:
+    conversations = peers.shapes.shaped_workload(shape, 2, pairs=6, seed=1)
+    tool = peers.tools.TOOLS["ctxeval"]
+    tool.prepare(conversations, ctx.path)
+    command = tool.command(ctx.path, ctx.path / "out", 1)
+
+    ctx.run(*command.argv[3:]).assert_outcomes(passed=2)
+
+    assert tool.passed(ctx.path / "out", "") == 2
+
+
+def test_the_peer_mocks_find_a_needle_in_a_tool_output(peers: ModuleType) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "promptfoo_provider", BENCHMARKS / "peers" / "promptfoo_provider.py"
+    )
+    assert spec is not None and spec.loader is not None
+    provider = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(provider)
+    [conv] = peers.shapes.shaped_workload("tool-logs", 1, pairs=8, seed=2)
+    assert conv.answer in provider.call_api(json.dumps(conv.chat()), {}, {})["output"]
+
+
+def test_a_run_under_foreign_load_is_run_again_and_the_quietest_kept(
+    tmp_path: Path, peers: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("compare", BENCHMARKS / "compare.py")
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "compare", compare)
+    spec.loader.exec_module(compare)
+    loads = iter([0.9, 0.6, 0.8])
+    seen = []
+
+    def fake_run(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> object:
+        share = next(loads)
+        seen.append(share)
+        return peers.measure.Measured(1.0, 1.0, 0, 0, "", foreign_share=share)
+
+    monkeypatch.setattr(compare, "run", fake_run)
+    tool = peers.tools.TOOLS["ctxeval"]
+    fake_tool = peers.tools.Tool(
+        "fake", lambda: None, tool.prepare, tool.command, lambda out, output: 1
+    )
+    measured, passed = compare.measure_once(fake_tool, tmp_path, tmp_path, 1)
+    assert seen == [0.9, 0.6, 0.8]  # above the limit every time: 1 + 2 retries
+    assert (measured.foreign_share, passed) == (0.6, "1/1")
+
+
+def test_compare_help_names_every_shape(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = importlib.util.spec_from_file_location("compare", BENCHMARKS / "compare.py")
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "compare", compare)
+    spec.loader.exec_module(compare)
+    with pytest.raises(SystemExit) as exited:
+        compare.parse_args(["--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--shapes SHAPES" in text
+    assert "above 35% (default 2" in text

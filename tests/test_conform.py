@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_scenarios import agent_recall_scenario
 
 from pytest_ctxeval.cli import main
 
@@ -24,22 +25,7 @@ needs_langchain = pytest.mark.skipif(
     reason='langchain-core is not installed: pip install -e ".[langchain]"',
 )
 
-SCENARIO = """\
-id: launch-code
-system: You are an assistant with access to the deployment database.
-turns:
-  - user: "Before we start: the launch code is ZEBRA-42."
-  - assistant: Noted, I will remember it.
-  - user: Dump the deployment records for the checkout service.
-  - tool:
-      name: query_deployments
-      args: {service: checkout}
-      generate: {kind: json_rows, rows: 40, seed: 3}
-  - assistant: That is 40 records; most deployments succeeded.
-  - generate: {kind: chitchat, turns: 10, seed: 1}
-probes:
-  - {id: launch-code, user: "What is the launch code?", expect: {contains: "ZEBRA-42"}}
-"""
+SCENARIO = agent_recall_scenario("launch-code", with_cat=False)
 
 
 def suite(tmp_path: Path) -> Path:

@@ -22,11 +22,13 @@ pytestmark = pytest.mark.usefixtures("_preloaded_modules")
 
 REPO = Path(__file__).resolve().parents[1]
 DRIFT = REPO / "scenarios" / "summary-drift-port.yaml"
-# Recorded through litellm and the OpenAI SDK from a chat server that
-# rewrote the port in its summary; replayed with no server at all.
-DRIFT_CASSETTES = REPO / "tests" / "fixtures" / "cassettes" / "summary-drift-port"
-DRIFT_STRATEGY = "--ctx-strategy=summarize(trigger_tokens=300,keep_messages=6)"
-DRIFT_NAME = "summarize[trigger_tokens:300+keep_messages:6]"
+UPDATE = REPO / "scenarios" / "summary-drift-update.yaml"
+# Recorded from SmolLM2-135M-Instruct (llama.cpp, .ci/llm-server.sh) by
+# .ci/record-summary-drift.sh: its summary wrote the migrated database's new
+# port with the old number. Replayed with no server at all.
+UPDATE_CASSETTES = REPO / "tests" / "fixtures" / "cassettes" / "summary-drift-update"
+UPDATE_STRATEGY = "--ctx-strategy=summarize(trigger_tokens=80,keep_messages=1)"
+UPDATE_NAME = "summarize[trigger_tokens:80+keep_messages:1]"
 
 PORT = Fact(
     "db-port",
@@ -72,15 +74,16 @@ def test_the_ledger_keeps_runs_of_states_and_the_compactions() -> None:
     assert ledger.compactions == [3]
 
 
-def _drift_project(ctx: CtxProject) -> None:
-    ctx.write("scenarios/summary-drift-port.yaml", DRIFT.read_text(encoding="utf-8"))
-    shutil.copytree(DRIFT_CASSETTES, ctx.path / "cassettes")
+def _update_project(ctx: CtxProject) -> None:
+    ctx.write("scenarios/summary-drift-update.yaml", UPDATE.read_text(encoding="utf-8"))
+    shutil.copytree(UPDATE_CASSETTES, ctx.path / "cassettes")
 
 
 def _replay(ctx: CtxProject, *more: str) -> pytest.RunResult:
+    # A closed port: any request not in the cassettes would fail the run.
     return ctx.run(
-        DRIFT_STRATEGY,
-        "--ctx-model=openai/test-model",
+        UPDATE_STRATEGY,
+        "--ctx-model=openai/smollm2",
         f"--ctx-api-base={closed_port_url()}",
         "--ctx-cassettes=cassettes",
         "--ctx-record=none",
@@ -93,31 +96,32 @@ def _stable(records: list[dict[str, Any]]) -> str:
     return json.dumps([{k: v for k, v in r.items() if k not in drop} for r in records])
 
 
-def test_a_recorded_summary_that_rewrites_the_port_is_mutated_at_its_compaction(
+def test_a_real_models_summary_that_rewrites_the_port_is_mutated_at_its_compaction(
     ctx: CtxProject,
 ) -> None:
-    _drift_project(ctx)
+    _update_project(ctx)
     first = _replay(ctx, "--ctx-results=first.jsonl")
     assert_no_traceback(first)
     (record,) = ctx.results("first.jsonl")
     assert record["error"] is None
-    assert record["compaction_requests"] == [8, 11, 14]
-    # Planted at the third message: gone before it, then kept, then the
-    # first summary states "port 8080" for the database.
-    assert record["fact_ledger"]["db-port"] == [["gone", 1], ["verbatim", 6], ["mutated", 9]]
+    assert record["llm_calls"] == 2  # the probe, under the strategy and with the full context
+    assert record["compaction_requests"] == [4]
+    # Planted at the third message: gone before it, kept raw, then the
+    # model's summary says "the staging database listens on port 3306 now".
+    assert record["fact_ledger"]["db-port"] == [["gone", 1], ["verbatim", 2], ["mutated", 1]]
     again = _replay(ctx, "--ctx-results=second.jsonl")
     assert again.ret == first.ret
     assert _stable(ctx.results("second.jsonl")) == _stable(ctx.results("first.jsonl"))
 
 
 def test_fail_if_mutated_fails_the_run_and_names_the_fact(ctx: CtxProject) -> None:
-    _drift_project(ctx)
+    _update_project(ctx)
     result = _replay(ctx, "--ctx-fail-if=mutated:>0", "--ctx-fail-on=never")
     assert_no_traceback(result)
     assert result.ret == 6
     assert (
-        f"FACT LEDGER  {DRIFT_NAME}: 1 fact(s) mutated (summary-drift-port::db-port at "
-        "request 8) [--ctx-fail-if mutated:>0]"
+        f"FACT LEDGER  {UPDATE_NAME}: 1 fact(s) mutated (summary-drift-update::db-port at "
+        "request 4) [--ctx-fail-if mutated:>0]"
     ) in output(result)
     # A limit the run stays within passes.
     assert _replay(ctx, "--ctx-fail-if=mutated:>1", "--ctx-fail-on=never").ret == 0
@@ -136,6 +140,15 @@ def test_on_the_mock_the_summariser_keeps_or_drops_but_never_rewrites(ctx: CtxPr
     }
     assert "mutated" not in set().union(*states.values())
     assert states["sliding"] == {"gone", "verbatim"}
+
+
+def test_on_the_mock_the_recorded_scenario_has_no_mutation(ctx: CtxProject) -> None:
+    # The mutation in the cassette is the real model's: the mock's summary keeps the update.
+    ctx.write("scenarios/summary-drift-update.yaml", UPDATE.read_text(encoding="utf-8"))
+    result = ctx.run(UPDATE_STRATEGY, "--ctx-fail-if=mutated:>0", "--ctx-fail-on=never")
+    assert result.ret == 0, output(result)
+    (record,) = ctx.results()
+    assert record["fact_ledger"]["db-port"] == [["gone", 1], ["verbatim", 3]]
 
 
 def test_a_bad_ledger_rule_is_a_usage_error_quoting_it(ctx: CtxProject) -> None:

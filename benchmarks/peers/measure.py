@@ -20,6 +20,7 @@ class Measured:
     peak_rss_bytes: int
     returncode: int
     output: str
+    foreign_share: float = 0.0  # of the machine's CPU, what other processes used meanwhile
 
 
 def tree_rss(root: int) -> int:
@@ -47,6 +48,14 @@ def tree_rss(root: int) -> int:
     return total
 
 
+def busy_seconds() -> float:
+    """CPU seconds the whole machine has been busy (every core), from /proc/stat."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 def run(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> Measured:
     """Run ``argv`` to the end; the output goes to ``log`` (a pipe could fill and stall it)."""
     peak = 0
@@ -58,6 +67,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> Measured:
             peak = max(peak, tree_rss(pid))
 
     with log.open("wb") as out:
+        busy_before = busy_seconds()
         start = time.perf_counter()
         process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
         sampler = threading.Thread(target=sample, args=(process.pid,), daemon=True)
@@ -65,12 +75,16 @@ def run(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> Measured:
         # wait4 rather than wait: its ru_maxrss catches a peak between two samples.
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - start
+        busy = busy_seconds() - busy_before
         done.set()
         sampler.join()
     process.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    capacity = seconds * (os.cpu_count() or 1)
     return Measured(
+        foreign_share=max(0.0, busy - cpu) / capacity if capacity else 0.0,
         seconds=seconds,
-        cpu_seconds=usage.ru_utime + usage.ru_stime,
+        cpu_seconds=cpu,
         peak_rss_bytes=max(peak, usage.ru_maxrss * 1024),
         returncode=process.returncode,
         output=log.read_text(encoding="utf-8", errors="replace"),

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+PROMPTFOO_TESTS = "tests.json"  # beside the config, which names it
 NEEDLE_PAIR = 2  # the needle is said in the user turn of this (0-based) pair: early on
 # Filler vocabulary: none of these words is in the needle or the question, so
 # a lexical mock model finds exactly one sentence that answers.
@@ -100,6 +101,14 @@ def workload(count: int, pairs: int, seed: int = 7) -> list[Conversation]:
     return [conversation(i, pairs, seed) for i in range(count)]
 
 
+def _turn(message: dict[str, str]) -> dict[str, object]:
+    """One scenario turn: a tool output is a bare ``tool:`` turn (the harness
+    writes the assistant call it answers), the others say their role."""
+    if message["role"] == "tool":
+        return {"tool": {"name": message["name"], "output": message["content"]}}
+    return {message["role"]: message["content"]}
+
+
 def write_ctxeval(conversations: list[Conversation], folder: Path) -> list[Path]:
     """One scenario file per conversation: the turns, and a probe that expects the answer."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -108,7 +117,7 @@ def write_ctxeval(conversations: list[Conversation], folder: Path) -> list[Path]
         scenario = {
             "id": conv.id,
             "description": "benchmark: recall a needle said early in a long session",
-            "turns": [{m["role"]: m["content"]} for m in conv.messages],
+            "turns": [_turn(m) for m in conv.messages],
             "probes": [
                 {"id": "needle", "user": conv.question, "expect": {"contains": conv.answer}}
             ],
@@ -130,7 +139,12 @@ def write_inspect(conversations: list[Conversation], path: Path) -> Path:
 
 
 def write_promptfoo(conversations: list[Conversation], folder: Path, provider: str) -> Path:
-    """A promptfoo config: each conversation is a test; the prompt is its messages as JSON."""
+    """A promptfoo config: each conversation is a test; the prompt is its messages as JSON.
+
+    The tests go in a file of their own, ``tests.json``, named by the config
+    (``tests: file://tests.json``), as promptfoo's docs set up a dataset: written
+    inline, every string of the config becomes a template promptfoo builds, a
+    slow path its normal use never takes."""
     folder.mkdir(parents=True, exist_ok=True)
     tests = [
         {
@@ -140,11 +154,12 @@ def write_promptfoo(conversations: list[Conversation], folder: Path, provider: s
         }
         for conv in conversations
     ]
+    (folder / PROMPTFOO_TESTS).write_text(json.dumps(tests), encoding="utf-8")
     config = {
         "description": "ctxeval benchmark workload",
         "prompts": ["{{ messages | dump }}"],
         "providers": [provider],
-        "tests": tests,
+        "tests": f"file://{PROMPTFOO_TESTS}",
     }
     path = folder / "promptfooconfig.json"
     path.write_text(json.dumps(config), encoding="utf-8")

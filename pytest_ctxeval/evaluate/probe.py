@@ -3,13 +3,13 @@ the strategy's handler, a bounded number of steps."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.client import ModelClient, ModelError
 from ..llm.tokens import window_tokens
 from ..strategies.base import Window
+from .tool_round import not_offered, read_tool_call, tool_reply
 
 # Rounds of tool calls answered before the model must answer (the last
 # request offers no tools); a model still calling tools then is a runaway.
@@ -94,21 +94,15 @@ def ask(client: ModelClient, window: Window, *, model: str, seed: int | None = N
 
 
 def _answer_tool_call(call: dict[str, Any], window: Window, result: ProbeAnswer) -> dict[str, Any]:
-    name = call["function"]["name"]
-    raw = call["function"].get("arguments") or "{}"
-    try:
-        args = json.loads(raw)
-        if not isinstance(args, dict):
-            raise ValueError("arguments are not a JSON object")
-    except ValueError as exc:
-        content = f"error: malformed arguments for {name}: {exc}"
+    read = read_tool_call(call)
+    if read.args is None:
+        content = read.error or ""
+        result.tool_errors.append(content)
+    elif window.tool_handler is None:
+        content = not_offered(read.name)
         result.tool_errors.append(content)
     else:
-        if window.tool_handler is None:
-            content = f"error: no tool named {name!r} is offered"
-            result.tool_errors.append(content)
-        else:
-            content = window.tool_handler(name, args)
-            if name == "retrieve_memory":
-                result.memory_retrievals += 1
-    return {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}
+        content = window.tool_handler(read.name, read.args)
+        if read.name == "retrieve_memory":
+            result.memory_retrievals += 1
+    return tool_reply(call, read.name, content)

@@ -61,6 +61,8 @@ SAMPLING_PARAMS = (
     "stop",
 )
 _CALLS_LOCK = threading.Lock()  # evaluators call from several threads
+# The pause between attempts; a module attribute, so tests read the waits.
+wait_before_retry = time.sleep
 MAX_RETRY_AFTER_S = 60.0
 
 
@@ -311,7 +313,7 @@ class ModelClient:
                         f"{self.deadline_s:g} s deadline: {error_line(exc)}",
                         unreached=gone,
                     ) from None
-                time.sleep(wait)
+                wait_before_retry(wait)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _cassette_lookup(

@@ -38,14 +38,14 @@ def tokenizer_model(model: str) -> str:
 def use_tokenizer(model: str, tokenizer: ModelTokenizer) -> None:
     """Count ``model``'s tokens with ``tokenizer`` from now on."""
     _OWN[model] = tokenizer
-    count_text_tokens.cache_clear()  # counts made before were another tokenizer's
+    clear_token_counts()  # counts made before were another tokenizer's
 
 
 def forget_tokenizers() -> None:
     """Back to litellm's tokenizers for every model."""
     if _OWN:
         _OWN.clear()
-        count_text_tokens.cache_clear()
+        clear_token_counts()
 
 
 def tokenizer_name(model: str) -> str:
@@ -85,7 +85,14 @@ def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
     own = _OWN.get(model)
     if own is not None:
         return own.count(text)
-    tokenizer = tokenizer_model(model)
+    # Every mock counts with one tokenizer's model: the text is tokenized once
+    # under that name, whichever mock's name (or none) the caller passed (the
+    # session path says ``ctxeval/oracle``, the mock client passes nothing).
+    return _tokenized(text, tokenizer_model(model))
+
+
+@lru_cache(maxsize=200_000)
+def _tokenized(text: str, tokenizer: str) -> int:
     if tokenizer != MOCK_TOKENIZER_MODEL:
         try:
             return _litellm_count(text, tokenizer)
@@ -95,6 +102,12 @@ def count_text_tokens(text: str, model: str = MOCK_TOKENIZER_MODEL) -> int:
     if encoding is None:  # litellm's bundled encoding is missing: litellm finds its own
         return _litellm_count(text, MOCK_TOKENIZER_MODEL)
     return count_locally(encoding, text)
+
+
+def clear_token_counts() -> None:
+    """Forget every count (another tokenizer counts from now on)."""
+    count_text_tokens.cache_clear()
+    _tokenized.cache_clear()
 
 
 def _litellm_count(text: str, model: str) -> int:

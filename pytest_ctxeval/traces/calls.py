@@ -54,6 +54,30 @@ def session_key(span: Span, by_id: dict[str, Span], keys: tuple[str, ...]) -> st
     return f"trace-{span.trace_id}"
 
 
+def span_call(
+    span: Span,
+    by_id: dict[str, Span],
+    keys: tuple[str, ...],
+    messages: list[Message] | None,
+    output: list[Message],
+    tools: list[dict[str, Any]],
+    model: Any,
+    tokens: tuple[Any, Any],
+) -> ChatCall:
+    """The call of a chat span of an OTLP trace: its session found by ``keys``
+    (see ``session_key``), ``tokens`` the raw input and output token counts."""
+    return ChatCall(
+        span=span,
+        session=session_key(span, by_id, keys),
+        messages=messages,
+        output=output,
+        tools=tools,
+        model=str(model or ""),
+        input_tokens=int_or_none(tokens[0]),
+        output_tokens=int_or_none(tokens[1]),
+    )
+
+
 def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     """A chat-completions tool call; arguments that are not a string are
     JSON-encoded, as the request would have carried them."""

@@ -18,6 +18,7 @@ Both are read into the same calls as OTLP traces."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from ..scenario.importers._common import TranscriptError, Where, type_name
@@ -59,62 +60,80 @@ def records(text: str, source: str) -> list[tuple[Where, dict[str, Any]]]:
 def read_langfuse_calls(
     text: str, source: str, session_attribute: str | None, stats: ReadStats
 ) -> list[ChatCall]:
-    calls = []
-    for where, item in records(text, source):
-        stats.spans += 1
-        kind = str(item.get("type") or "")
-        if kind != "GENERATION":
-            stats.skipped[f"observations that are no generation ({kind or 'no type'})"] += 1
-            continue
-        stats.chat_spans += 1
+    key = session_attribute or "sessionId"
+
+    def call(item: dict[str, Any], where: Where) -> ChatCall:
         trace = str(item.get("traceId") or item.get("trace_id") or "")
-        key = session_attribute or "sessionId"
         session = item.get(key) or (item.get("metadata") or {}).get(key)
-        raw_input = item.get("input")
-        messages, tools = _request(raw_input)
-        if messages is None:
-            stats.skipped["generations with no input messages captured"] += 1
-        calls.append(
-            ChatCall(
-                span=_span(item, trace, str(item.get("id") or ""), item.get("startTime"), where),
-                session=str(session) if session else f"trace-{trace}",
-                messages=messages,
-                output=_reply(item.get("output")),
-                tools=tools,
-                model=str(item.get("model") or ""),
-            )
-        )
-    return calls
+        start = item.get("startTime")
+        parts = (item.get("input"), item.get("output"), item.get("model"))
+        return _export_call(item, where, trace, session, start, parts)
+
+    kind = ("type", "GENERATION", "observations that are no generation")
+    return _chat_calls(text, source, stats, kind, "generations", call)
 
 
 def read_langsmith_calls(
     text: str, source: str, session_attribute: str | None, stats: ReadStats
 ) -> list[ChatCall]:
+    keys = (session_attribute,) if session_attribute else THREAD_KEYS
+
+    def call(item: dict[str, Any], where: Where) -> ChatCall:
+        trace = str(item.get("trace_id") or item.get("id") or "")
+        metadata = (item.get("extra") or {}).get("metadata") or {}
+        session = next((metadata[k] for k in keys if metadata.get(k)), None)
+        start = item.get("start_time")
+        parts = (item.get("inputs"), item.get("outputs"), metadata.get("ls_model_name"))
+        return _export_call(item, where, trace, session, start, parts)
+
+    kind = ("run_type", "llm", "runs that are no llm call")
+    return _chat_calls(text, source, stats, kind, "llm runs", call)
+
+
+def _export_call(
+    item: dict[str, Any],
+    where: Where,
+    trace: str,
+    session: Any,
+    start: Any,
+    parts: tuple[Any, Any, Any],
+) -> ChatCall:
+    """A call of an export; ``parts`` are its raw request, reply and model."""
+    request, reply, model = parts
+    messages, tools = _request(request)
+    return ChatCall(
+        span=_span(item, trace, str(item.get("id") or ""), start, where),
+        session=str(session) if session else f"trace-{trace}",
+        messages=messages,
+        output=_reply(reply),
+        tools=tools,
+        model=str(model or ""),
+    )
+
+
+def _chat_calls(
+    text: str,
+    source: str,
+    stats: ReadStats,
+    kind: tuple[str, str, str],
+    calls_are: str,
+    call: Callable[[dict[str, Any], Where], ChatCall],
+) -> list[ChatCall]:
+    """The calls among an export's records: those whose ``kind`` field (field,
+    value, what the others are called) has the value, each read by ``call``."""
+    field, wanted, others = kind
     calls = []
     for where, item in records(text, source):
         stats.spans += 1
-        kind = str(item.get("run_type") or "")
-        if kind != "llm":
-            stats.skipped[f"runs that are no llm call ({kind or 'no run_type'})"] += 1
+        found = str(item.get(field) or "")
+        if found != wanted:
+            stats.skipped[f"{others} ({found or 'no ' + field})"] += 1
             continue
         stats.chat_spans += 1
-        trace = str(item.get("trace_id") or item.get("id") or "")
-        metadata = (item.get("extra") or {}).get("metadata") or {}
-        keys = (session_attribute,) if session_attribute else THREAD_KEYS
-        session = next((metadata[k] for k in keys if metadata.get(k)), None)
-        messages, tools = _request(item.get("inputs"))
-        if messages is None:
-            stats.skipped["llm runs with no input messages captured"] += 1
-        calls.append(
-            ChatCall(
-                span=_span(item, trace, str(item.get("id") or ""), item.get("start_time"), where),
-                session=str(session) if session else f"trace-{trace}",
-                messages=messages,
-                output=_reply(item.get("outputs")),
-                tools=tools,
-                model=str(metadata.get("ls_model_name") or ""),
-            )
-        )
+        chat = call(item, where)
+        if chat.messages is None:
+            stats.skipped[f"{calls_are} with no input messages captured"] += 1
+        calls.append(chat)
     return calls
 
 

@@ -22,15 +22,7 @@ import json
 from collections import defaultdict
 from typing import Any
 
-from .calls import (
-    ChatCall,
-    Message,
-    ReadStats,
-    int_or_none,
-    json_value,
-    session_key,
-    tool_call,
-)
+from .calls import ChatCall, Message, ReadStats, json_value, span_call, tool_call
 from .otlp import Event, Span
 
 CHAT_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -68,22 +60,11 @@ def read_genai_calls(
             messages, output = _from_events(events)
         if messages is None:
             stats.skipped[NO_CONTENT] += 1
-        calls.append(
-            ChatCall(
-                span=span,
-                session=session_key(span, by_id, keys),
-                messages=messages,
-                output=output,
-                tools=_tools(span.attributes.get("gen_ai.tool.definitions")),
-                model=str(
-                    span.attributes.get("gen_ai.request.model")
-                    or span.attributes.get("gen_ai.response.model")
-                    or ""
-                ),
-                input_tokens=int_or_none(span.attributes.get("gen_ai.usage.input_tokens")),
-                output_tokens=int_or_none(span.attributes.get("gen_ai.usage.output_tokens")),
-            )
-        )
+        attrs = span.attributes
+        model = attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
+        tools = _tools(attrs.get("gen_ai.tool.definitions"))
+        tokens = (attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens"))
+        calls.append(span_call(span, by_id, keys, messages, output, tools, model, tokens))
     return calls
 
 

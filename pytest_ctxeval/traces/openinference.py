@@ -13,15 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .calls import (
-    ChatCall,
-    Message,
-    ReadStats,
-    int_or_none,
-    json_value,
-    session_key,
-    tool_call,
-)
+from .calls import ChatCall, Message, ReadStats, json_value, span_call, tool_call
 from .otlp import Span
 
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
@@ -64,18 +56,10 @@ def read_openinference_calls(
             ]
         if messages is None:
             stats.skipped[NO_CONTENT] += 1
-        calls.append(
-            ChatCall(
-                span=span,
-                session=session_key(span, by_id, keys),
-                messages=messages,
-                output=flattened_messages(attrs, "llm.output_messages"),
-                tools=tools,
-                model=str(attrs.get("llm.model_name") or ""),
-                input_tokens=int_or_none(attrs.get("llm.token_count.prompt")),
-                output_tokens=int_or_none(attrs.get("llm.token_count.completion")),
-            )
-        )
+        output = flattened_messages(attrs, "llm.output_messages")
+        model = attrs.get("llm.model_name")
+        tokens = (attrs.get("llm.token_count.prompt"), attrs.get("llm.token_count.completion"))
+        calls.append(span_call(span, by_id, keys, messages, output, tools, model, tokens))
     return calls
 
 

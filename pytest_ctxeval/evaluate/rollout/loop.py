@@ -10,7 +10,6 @@ their answers."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +20,7 @@ from ...strategies.base import ContextStrategy, Message, Window
 from ..ledger import FactLedger
 from ..probe import MAX_TOOL_CALLS_PER_PROBE, unusable_answer
 from ..simulate import SessionTrace, StrategyCallCounter, copy_message
+from ..tool_round import not_offered, read_tool_call, tool_reply
 from .script import RolloutScript
 from .stubs import Recorded, ToolStubs
 
@@ -161,23 +161,18 @@ def _model_turn(
 
 
 def _answer(call: dict[str, Any], window: Window, stubs: ToolStubs, record: TurnRecord) -> Message:
-    name = call["function"]["name"]
-    raw = call["function"].get("arguments") or "{}"
-    try:
-        args = json.loads(raw)
-        if not isinstance(args, dict):
-            raise ValueError("arguments are not a JSON object")
-    except ValueError as exc:
-        content = f"error: malformed arguments for {name}: {exc}"
-        record.tool_calls.append({"tool": name, "args": raw})
+    read = read_tool_call(call)
+    if read.args is None:
+        content = read.error or ""
+        record.tool_calls.append({"tool": read.name, "args": read.raw})
     else:
-        record.tool_calls.append({"tool": name, "args": args})
-        if name in stubs.names:
+        record.tool_calls.append({"tool": read.name, "args": read.args})
+        if read.name in stubs.names:
             before = dict(stubs.files)
-            content = stubs.answer(name, args)
+            content = stubs.answer(read.name, read.args)
             record.written.update({p: c for p, c in stubs.files.items() if before.get(p) != c})
         elif window.tool_handler is not None:
-            content = str(window.tool_handler(name, args))
+            content = str(window.tool_handler(read.name, read.args))
         else:
-            content = f"error: no tool named {name!r} is offered"
-    return {"role": "tool", "tool_call_id": call["id"], "name": name, "content": content}
+            content = not_offered(read.name)
+    return tool_reply(call, read.name, content)
