@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -11,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .report.rollout_text import rollout_failure_lines
+from .failure_text import format_failure, one_line_failure, rates
+from .live.options import wants_blocks
 from .report.terminal_text import printable
 from .session import SESSION_KEY
 
@@ -219,7 +219,7 @@ class ProbeItem(pytest.Item):
                     )
                 )
             if record.classification == "unstable":
-                pytest.xfail(f"unstable: {_rates(record)}; not credibly a context loss")
+                pytest.xfail(f"unstable: {rates(record)}; not credibly a context loss")
         if record.verdict != "pass":
             raise ProbeFailed(record)
 
@@ -258,8 +258,10 @@ class ProbeItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ProbeFailed):
-            failure = format_failure(excinfo.value.record)
-            reason = excinfo.value.reason
+            record, reason = excinfo.value.record, excinfo.value.reason
+            if not wants_blocks(self.config):  # one line each, unless -v or --ctx-verbose
+                return one_line_failure(record, reason)
+            failure = format_failure(record)
             return f"{printable(reason)}\n{failure}" if reason else failure
         return super().repr_failure(excinfo)
 
@@ -329,44 +331,6 @@ def junit_properties(record: ResultRecord) -> list[tuple[str, object]]:
     ]
 
 
-def format_failure(record: ResultRecord) -> str:
-    lines = [f"{record.classification}: {_explain(record)}"]
-    if record.error:
-        lines.append(f"error: {record.error}")
-    if record.expected is not None:
-        lines.append(f"expected:            {json.dumps(record.expected, sort_keys=True)}")
-    for check in record.failed_checks:
-        lines.append(f"failed check:        {check}")
-    lines.append(f"strategy answer:     {_quote(record.answer)}")
-    lines.append(f"full-context answer: {_quote(record.ground_truth_answer)}")
-    lines += rollout_failure_lines(record)
-    if record.fact_survival:
-        facts = ", ".join(f"{k}={v}" for k, v in sorted(record.fact_survival.items()))
-        lines.append(f"fact survival:       {facts}")
-    lines.append(
-        f"prompt tokens:       {record.prompt_tokens:,} "
-        f"(full context: {record.full_prompt_tokens:,})"
-    )
-    # Answers and errors are text from outside: no escape sequence reaches the terminal.
-    return printable("\n".join(lines))
-
-
-def _explain(record: ResultRecord) -> str:
-    if record.repeat > 1 and record.classification != "error":
-        return _rates(record)
-    return {
-        "context_loss": f"strategy {record.strategy!r} lost what the model needed "
-        "(the full-context answer meets the expectation)",
-        "model_miss": "the model fails even with the full context",
-        "uncheckable": "a decoy that knows nothing of the session meets the expectation, "
-        "so the probe was not asked",
-        "divergent": "the answer differs from the full-context answer (no expectation given)",
-        "beyond_context": "the full context does not fit the model's window, so there is no "
-        "ground truth; the strategy's answer fails the expectation",
-        "error": "the item could not be evaluated",
-    }.get(record.classification, record.classification)
-
-
 def uncheckable_reason(record: ResultRecord) -> str:
     """Why an uncheckable item gave no verdict, naming the decoy."""
     decoy = record.decoy or {}
@@ -375,26 +339,3 @@ def uncheckable_reason(record: ResultRecord) -> str:
         "expectation though it knows nothing of the session, so the probe measures nothing "
         "(not asked)"
     )
-
-
-def _rates(record: ResultRecord) -> str:
-    """``passed 1/5 [0.04, 0.62] under the strategy, 5/5 [...] with the full context``."""
-
-    def rate(value: float | None, interval: tuple[float, float] | None) -> str:
-        if value is None:
-            return "unscored"
-        shown = f"{round(value * record.repeat)}/{record.repeat}"
-        return f"{shown} [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else shown
-
-    text = f"passed {rate(record.pass_rate, record.pass_rate_interval)} under the strategy"
-    if record.ground_truth_pass_rate is not None:
-        full = rate(record.ground_truth_pass_rate, record.ground_truth_pass_rate_interval)
-        text += f", {full} with the full context"
-    return text
-
-
-def _quote(text: str | None) -> str:
-    if text is None:
-        return "(none)"
-    text = text if len(text) <= 600 else text[:600] + f"… ({len(text):,} chars)"
-    return text.replace("\n", "\n" + " " * 21)

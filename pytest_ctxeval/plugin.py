@@ -27,6 +27,8 @@ from .collect import (
 )
 from .duplicate_ids import DuplicateScenarioIds
 from .history.options import HistoryOptions, add_history_options
+from .live.hooks import register_live_feedback
+from .live.options import add_live_options
 from .options import CtxOptions, add_options
 from .scenario_files import ScenarioFileRule, named_dirs, named_files
 from .session import SESSION_KEY, CtxSession
@@ -38,6 +40,7 @@ WORKER_INPUT_KEY = "ctxeval_parsed_dir"
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
     add_history_options(parser)
+    add_live_options(parser)  # progress, --ctx-max-failures, --ctx-verbose (see live/)
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
@@ -74,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.stash[SESSION_KEY] = ctx
     config.add_cleanup(ctx.lock.release)
+    register_live_feedback(config)
     # Listed up front, so `pytest --markers` tells why a tag "skip" is selected as tag_skip.
     for tag in sorted(ACTING_MARKERS):
         register_tag(config, tag)

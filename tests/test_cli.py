@@ -494,6 +494,7 @@ def test_help_says_what_the_tool_is_and_lists_every_command(
         "gate",
         "conform",
         "import",
+        "init",
     ]
     # One line each, descriptions in one column.
     assert len({line.index(line.split()[1]) for line in commands}) == 1

@@ -415,6 +415,33 @@ def test_each_real_model_call_and_retry_is_logged_for_live_progress(
     )
 
 
+def test_the_call_log_numbers_calls_against_the_planned_total_with_an_id_each(
+    openai_server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Lines of calls that overlap (threads, xdist workers) must be told apart:
+    # each carries its number of the planned total and an id of its own.
+    import re
+
+    from pytest_ctxeval.llm.call_meter import METER
+
+    METER.reset()
+    METER.plan(2)
+    openai_server.script(error(429), reply("one"), reply("two"), reply("three"))
+    model = client(openai_server)
+    with caplog.at_level("INFO", logger="pytest_ctxeval.models"):
+        for text in ("first", "second", "third"):
+            model.complete([{"role": "user", "content": text}])
+    messages = [r.getMessage() for r in caplog.records if r.name == "pytest_ctxeval.models"]
+    labels = [re.search(r"call (\S+) \[(\w+)\]", m) for m in messages]
+    assert all(labels), messages
+    found = [(m.group(1), m.group(2)) for m in labels if m is not None]
+    # The retry's warning, then the three answers; past the plan, no total.
+    assert [number for number, _ in found] == ["1/2", "1/2", "2/2", "3"], messages
+    assert found[0][1] == found[1][1]  # the retry and its answer: one call
+    assert len({call_id for _, call_id in found[1:]}) == 3
+    METER.reset()
+
+
 def test_a_tool_call_turn_without_text_goes_out_with_empty_content(
     openai_server: FakeOpenAIServer,
 ) -> None:

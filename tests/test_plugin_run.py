@@ -133,7 +133,8 @@ def run_suite(ctx: CtxProject, _suite_cache: dict[str, SuiteRun]):
     def run(mode: str) -> SuiteRun:
         if mode not in _suite_cache:
             write_suite(ctx)
-            result = ctx.run("-rx", *SUITE_MODES[mode])
+            # --ctx-verbose: the failure tests read each failed item's full block.
+            result = ctx.run("-rx", "--ctx-verbose", *SUITE_MODES[mode])
             _suite_cache[mode] = SuiteRun(
                 result=result,
                 text=output(result),

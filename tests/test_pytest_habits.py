@@ -221,7 +221,8 @@ RAW_CONTROLS = ("\x1b", "\x00", "\x07", "\x08", "\u202e")
 
 def test_failure_output_shows_no_escape_sequences_from_model_text(ctx, xdist_args):
     ctx.scenario("escapes", ESCAPES)
-    result = ctx.run("--ctx-strategy=full", "--ctx-fail-on=fail", *xdist_args)
+    # --ctx-verbose: the full block quotes the answer (one line would not).
+    result = ctx.run("--ctx-strategy=full", "--ctx-fail-on=fail", "--ctx-verbose", *xdist_args)
     result.assert_outcomes(failed=1)
     answer = ctx.results()[0]["answer"]
     assert all(c in answer for c in RAW_CONTROLS), repr(answer)  # the text does carry them

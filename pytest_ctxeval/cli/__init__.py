@@ -9,12 +9,23 @@ from collections.abc import Sequence
 
 from ..cli_parser import CliParser, HelpFormatter, subparsers, unrecognized_arguments
 from ..llm.error_text import error_line
-from . import conform, gate, history, importing, report, schema, show, strategies, validate
+from . import (
+    conform,
+    gate,
+    history,
+    importing,
+    init,
+    report,
+    schema,
+    show,
+    strategies,
+    validate,
+)
 from .command import Handler
 
 # The commands in the order `ctxeval --help` lists them; a new command is a
 # module with ``add`` and ``HANDLERS`` (see command.py) and one line here.
-COMMANDS = (validate, schema, strategies, show, report, history, gate, conform, importing)
+COMMANDS = (validate, schema, strategies, show, report, history, gate, conform, importing, init)
 
 DESCRIPTION = """\
 ctxeval: the command line of pytest-ctxeval, the pytest plugin that tests how
@@ -37,6 +48,7 @@ examples:
   ctxeval merge -o all.jsonl shard-*.jsonl   # join the results of CI shards
   ctxeval gate all.jsonl --baseline ctxeval-baseline.json
   ctxeval conform "langchain-trim(max_tokens=2000)"   # window rules + the suite
+  ctxeval init my-project             # scenarios, a strategy, pytest.ini, CI: pytest runs it
 
 `ctxeval COMMAND --help` describes one command."""
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..llm.call_meter import METER
 from ..llm.cassettes import CallContext, CassetteStore
 from ..llm.client import ModelClient
 from ..llm.mock_client import model_client
@@ -274,6 +275,7 @@ class Evaluator(Preparing, Finishing):
                     self.client, window, context, self.settings.model, _seed(r)
                 )
         interrupted = None
+        METER.plan(len(jobs) + len(truths))  # the per-call log's total ("call 12/40")
         try:
             answers = self._run({**jobs, **truths}, self.client)
         except KeyboardInterrupt as interrupt:

@@ -21,6 +21,7 @@ from .bounds import MAX_ANSWER_CHARS as MAX_ANSWER_CHARS
 from .bounds import bounded as _bounded
 from .bounds import bounded_call as _bounded_call
 from .bounds import bounded_field, token_count, too_many_calls
+from .call_meter import METER, call_label, log_answer
 from .cassettes import (
     CallContext,
     CassetteError,
@@ -156,7 +157,7 @@ class ModelClient:
         # Held while asking: a concurrent identical request waits for this answer.
         with asked.lock:
             if asked.completion is None:
-                asked.completion = ask()
+                asked.completion = METER.metered(ask)
             return asked.completion
 
     def _ask(
@@ -182,15 +183,7 @@ class ModelClient:
         self.health.answered()
         completion = self._completion(response, time.perf_counter() - started)
         if not self.model.startswith("ctxeval/"):
-            logger.info(
-                "%s call %d (%s): %d prompt + %d completion tokens in %.1f s",
-                self.model,
-                self.calls,
-                _describe(context or current_context()),
-                completion.prompt_tokens,
-                completion.completion_tokens,
-                completion.latency_s,
-            )
+            log_answer(logger, self.model, context or current_context(), completion)
         if cassette is not None and self.cassettes is not None:
             self.cassettes.save(cassette[0], cassette[1], cassette_response(completion))
         return completion
@@ -231,7 +224,12 @@ class ModelClient:
                 if name not in RETRYABLE or missing_key:
                     raise ModelError(f"{name}: {error_line(exc)}") from None
                 logger.warning(
-                    "%s: %s, attempt %d of %d", self.model, name, attempt, self.max_attempts
+                    "%s %s: %s, attempt %d of %d",
+                    self.model,
+                    call_label(),
+                    name,
+                    attempt,
+                    self.max_attempts,
                 )
                 if attempt == self.max_attempts:
                     raise ModelError(
@@ -325,10 +323,6 @@ class ModelClient:
             return float(get_litellm().completion_cost(completion_response=response) or 0.0)
         except Exception:  # models missing from the bundled cost map cost "unknown" = 0
             return 0.0
-
-
-def _describe(context: CallContext | None) -> str:
-    return context.describe() if context is not None else "no scenario"
 
 
 def _on_the_wire(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
