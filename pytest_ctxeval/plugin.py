@@ -30,8 +30,9 @@ from .history.options import HistoryOptions, add_history_options
 from .live.hooks import register_live_feedback
 from .live.options import add_live_options
 from .options import CtxOptions, add_options
-from .scenario_files import ScenarioFileRule, named_dirs, named_files
+from .scenario_config import missing_scenario_dirs, scenario_file_rule
 from .session import SESSION_KEY, CtxSession
+from .session_finish import finish_session
 
 # The key of the shared parsing folder in an xdist worker's input (see xdist_collect).
 WORKER_INPUT_KEY = "ctxeval_parsed_dir"
@@ -95,42 +96,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
             worker_index = int(config.workerinput.get("workerid", "gw0").lstrip("gw") or 0)
             config.stash[SHARED_PARSING_KEY] = SharedParsing(folder, worker_index)
-
-
-_RULE_KEY = pytest.StashKey[ScenarioFileRule]()
-
-
-def scenario_file_rule(config: pytest.Config) -> ScenarioFileRule:
-    """Which YAML files are scenarios, decided once per run."""
-    if _RULE_KEY not in config.stash:
-        options = config.stash[SESSION_KEY].options
-        config.stash[_RULE_KEY] = ScenarioFileRule(
-            dirs=options.scenario_dirs,
-            dirs_declared=options.scenario_dirs_declared,
-            named_files=named_files(config.args, config.invocation_params.dir),
-            # Only folders the user typed: pytest's default (the current folder,
-            # or testpaths) must not sweep a project's YAML for scenarios.
-            named_dirs=named_dirs(config.args, config.invocation_params.dir)
-            if config.args_source == pytest.Config.ArgsSource.ARGS
-            else (),
-        )
-    return config.stash[_RULE_KEY]
-
-
-def missing_scenario_dirs(config: pytest.Config) -> list[str]:
-    """One line per ``ctx_scenario_dirs`` entry that is not a directory."""
-    declared: list[str] = config.getini("ctx_scenario_dirs") or []
-    where = config.inipath or config.rootpath
-    problems = []
-    for entry in declared:
-        folder = (config.rootpath / entry).resolve()
-        if not folder.is_dir():
-            what = "is not a directory" if folder.exists() else "does not exist"
-            problems.append(
-                f"{where}: ctx_scenario_dirs: {entry!r} {what} (looked for {folder}); "
-                "expected directories relative to the project root"
-            )
-    return problems
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> ScenarioFile | None:
@@ -382,7 +347,7 @@ class ControllerHooks:
 
         before_finish(self.ctx, session, runs_workers=self.runs_workers)
         if not self.runs_workers:
-            self.written = self.ctx.finish()
+            self.written = finish_session(self.ctx)
             result = yield
         else:
             # Under xdist the results and the report are written while xdist
@@ -390,7 +355,7 @@ class ControllerHooks:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(1, thread_name_prefix="ctxeval-report") as pool:
-                finishing = pool.submit(self.ctx.finish)
+                finishing = pool.submit(finish_session, self.ctx)
                 try:
                     result = yield
                 finally:
