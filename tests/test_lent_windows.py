@@ -15,6 +15,7 @@ from pytest_ctxeval.evaluate.simulate import simulate
 from pytest_ctxeval.llm.mock_client import model_client
 from pytest_ctxeval.llm.tokens import PromptMeter
 from pytest_ctxeval.strategies.base import Message
+from pytest_ctxeval.strategies.full import FullStrategy
 from pytest_ctxeval.strategies.headtail import HeadTailStrategy
 
 LONG = "The deploy notes say: " + "step by step, " * 30 + "and the staging port is 5433."
@@ -104,6 +105,54 @@ def test_the_replay_of_a_lending_strategy_gives_the_figures_of_one_that_copies(
     fork, twin_fork = lending.forks[min(forks)], copying.forks[min(forks)]
     assert fork.last_window == twin_fork.last_window
     # What the trace keeps is its own: the strategy's next window leaves it as it was.
+    kept = list(lending.last_window)
+    lending.strategy.add({"role": "user", "content": "one more"})
+    lending.strategy.lent_window()
+    assert lending.last_window == kept
+
+
+class CopyingFull(FullStrategy):
+    """full as any other strategy is replayed: not taken at its word, no lending."""
+
+
+def test_full_lends_one_list_that_matches_its_window_after_revisions() -> None:
+    strategy, twin = FullStrategy(), FullStrategy()
+    lists = set()
+    for turn in range(30):
+        for message in (
+            {"role": "user", "content": f"Turn {turn}."},
+            {"role": "assistant", "content": f"Noted {turn}."},
+        ):
+            strategy.add(dict(message))
+            twin.add(dict(message))
+        if turn % 10 == 5:  # a pipeline's earlier stage condensed an old message
+            for one in (strategy, twin):
+                one.revise(turn, {"role": "user", "content": f"condensed {turn}"})
+        lent = strategy.lent_window()
+        assert lent.messages == twin.window().messages
+        assert strategy.unchanged_prefix == twin.unchanged_prefix
+        lists.add(id(lent.messages))
+    assert len(lists) == 1  # one list, brought up to date in place: no copy per turn
+    mine = strategy.window().messages
+    mine.append({"role": "user", "content": "appended by the caller"})
+    assert strategy.lent_window().messages != mine
+
+
+def test_the_replay_of_full_lending_gives_the_figures_of_full_copying() -> None:
+    conversation = parse_inline(session_yaml(60))[0]
+    client = model_client("ctxeval/oracle")
+    forks = {len(conversation.messages) // 2}
+
+    def replay(strategy: Any) -> Any:
+        model = "ctxeval/oracle"
+        return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
+
+    lending, copying = replay(FullStrategy()), replay(CopyingFull())
+    assert [dataclasses.asdict(r) for r in lending.requests] == [
+        dataclasses.asdict(r) for r in copying.requests
+    ]
+    assert lending.last_window == copying.last_window
+    assert lending.forks[min(forks)].last_window == copying.forks[min(forks)].last_window
     kept = list(lending.last_window)
     lending.strategy.add({"role": "user", "content": "one more"})
     lending.strategy.lent_window()
