@@ -88,13 +88,15 @@ def report_lines(done: list[Written], target: Path) -> list[str]:
         ]
         return lines
     where = "" if target.resolve() == Path.cwd().resolve() else f"cd {target} && "
+    run, baseline = f"  {where}pytest", f"  {where}{BASELINE_COMMAND}"
+    width = max(len(run), len(baseline)) + 4  # the comments in one column
     lines += [
         "",
         "next:",
-        f"  {where}pytest                          # the scenarios under each strategy",
-        f"  {where}{BASELINE_COMMAND}    # writes ctxeval-baseline.json: commit it,",
-        "                                            # CI gates every change against it",
-        "the report: reports/ctxeval.html",
+        f"{run:<{width}}# the scenarios under each strategy",
+        f"{baseline:<{width}}# writes ctxeval-baseline.json: commit it,",
+        f"{'':<{width}}# CI gates every change against it",
+        "the report: reports/ctxeval.html (ctxeval view opens it)",
     ]
     return lines
 
