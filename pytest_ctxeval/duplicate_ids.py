@@ -4,25 +4,32 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .scenario.duplicates import ScenarioIds
-from .scenario.errors import Problem, ScenarioWarning
+if TYPE_CHECKING:
+    from .scenario.duplicates import ScenarioIds
 
 
 class DuplicateScenarioIds:
     """A pytest plugin object: registered once per run (plugin.pytest_configure)."""
 
     def __init__(self) -> None:
-        self.ids = ScenarioIds()
+        # Made at the first scenario item: a run without scenarios imports
+        # nothing of the scenario package (see tests/test_inert.py).
+        self.ids: ScenarioIds | None = None
         self.warned: set[tuple[str, str]] = set()
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         conversation: Any = getattr(item, "conversation", None)
         if conversation is None:
             return
+        from .scenario.duplicates import ScenarioIds
+        from .scenario.errors import Problem, ScenarioWarning
+
+        if self.ids is None:
+            self.ids = ScenarioIds()
         path = item.nodeid.split("::", 1)[0]
         message = self.ids.add(conversation.id, path)
         if message is None or (conversation.id, path) in self.warned:
