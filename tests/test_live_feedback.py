@@ -147,8 +147,10 @@ def test_max_failures_stops_the_run_and_still_writes_what_ran(
     records = project.results()
     losses = [r for r in records if r["classification"] == "context_loss"]
     assert len(losses) >= 2
-    # Stopped early: not every item ran (3 losses in all, 18 items).
-    assert len(records) < ITEMS, text
+    if not xdist:
+        # Stopped early: not every item ran (3 losses in all, 18 items).  Under
+        # xdist the workers may have run the rest before the stop reached them.
+        assert len(records) < ITEMS, text
     assert (project.path / "reports" / "ctxeval.html").is_file()
 
 
