@@ -13,6 +13,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import setuptools  # type: ignore[import-untyped]
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -23,6 +24,8 @@ BUILD = "import sys; from setuptools import build_meta; print(build_meta.build_s
 
 def sdist_files(out: Path) -> set[str]:
     """The sdist's files, relative to its top folder."""
+    # The test extra brings a setuptools that reads pyproject's license fields.
+    assert int(setuptools.__version__.split(".")[0]) >= 77, setuptools.__version__
     built = subprocess.run(
         [sys.executable, "-c", BUILD, str(out)],
         cwd=REPO,
