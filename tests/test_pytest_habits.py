@@ -52,6 +52,14 @@ GRID = """
 """
 
 
+def rerun_items(before: list[dict], after: list[dict]) -> list[str]:
+    """The items a partial rerun measured anew: the results keep the earlier
+    run's other items (each with its own run id), so the rerun's are the ones
+    whose run id is no longer the first run's."""
+    [first_run] = {r["run_id"] for r in before}
+    return sorted(r["nodeid"] for r in after if r["run_id"] != first_run)
+
+
 def run_with_cache(ctx: CtxProject, *args: str) -> pytest.RunResult:
     return ctx.pytester.runpytest_inprocess(*args)
 
@@ -68,10 +76,13 @@ def verbose_order(result: pytest.RunResult) -> list[str]:
 def test_last_failed_runs_only_the_failed_probe(ctx, xdist_args):
     ctx.scenario("mixed", MIXED)
     run_with_cache(ctx, STRATEGIES, *xdist_args).assert_outcomes(passed=1, failed=1, xfailed=2)
+    before = ctx.results()
     again = run_with_cache(ctx, STRATEGIES, "--lf", *xdist_args)
     # (Under xdist the workers deselect, and the controller does not count them.)
     assert {k: v for k, v in again.parseoutcomes().items() if k != "deselected"} == {"failed": 1}
-    assert [r["nodeid"] for r in ctx.results()] == [LOST_UNDER_SLIDING]
+    # The results stay whole (a partial rerun updates its items): only one is new.
+    assert len(ctx.results()) == len(before) == 4
+    assert rerun_items(before, ctx.results()) == [LOST_UNDER_SLIDING]
 
 
 def test_failed_first_runs_the_failed_probe_first(ctx):
@@ -89,10 +100,12 @@ def test_stepwise_stops_at_the_failure_and_resumes_there(ctx):
     first = run_with_cache(ctx, STRATEGIES, "--sw")
     first.assert_outcomes(passed=1, failed=1)  # stopped: the xfails never ran
     # Fixed (here: no longer failing the run), it resumes at the failed probe.
+    before = ctx.results()
     again = run_with_cache(ctx, STRATEGIES, "--sw", "--ctx-fail-on=never")
     again.assert_outcomes(passed=3, deselected=1)
-    assert LOST_UNDER_SLIDING in {r["nodeid"] for r in ctx.results()}
-    assert "scenarios/mixed.yaml::mixed::lost[full]" not in {r["nodeid"] for r in ctx.results()}
+    rerun = rerun_items(before, ctx.results())
+    assert LOST_UNDER_SLIDING in rerun
+    assert "scenarios/mixed.yaml::mixed::lost[full]" not in rerun
 
 
 # -- ids: -k, -v and pasting one back -----------------------------------------------------------
@@ -116,9 +129,10 @@ def test_verbose_shows_ids_with_dots_as_they_are_and_they_can_be_pasted_back(ctx
     # Without workers "<id> PASSED", with them "[gw0] ... PASSED <id>".
     assert f"{deep} PASSED" in text or f"PASSED {deep}" in text, text
     assert "grid-depth-0::9" not in text
+    before = ctx.results()
     again = ctx.run(deep, "--ctx-strategy=full", *xdist_args)
     again.assert_outcomes(passed=1)
-    assert [r["nodeid"] for r in ctx.results()] == [deep]
+    assert rerun_items(before, ctx.results()) == [deep]
 
 
 def test_a_failure_is_headed_by_the_probe_and_where_it_is(ctx):
