@@ -68,7 +68,8 @@ def test_rollout_checks_every_turn_and_pairs_each_strategy_with_a_full_shadow(
     ctx: CtxProject, xdist: str
 ) -> None:
     ctx.scenario("live", LIVE)
-    result = ctx.run("--ctx-strategy=full,sliding", *MODES[xdist])
+    # --ctx-verbose: the failure's whole block, where the rule's lapse is told.
+    result = ctx.run("--ctx-strategy=full,sliding", "--ctx-verbose", *MODES[xdist])
     assert_no_traceback(result)
     result.assert_outcomes(passed=1, failed=1)
     text = output(result)
