@@ -75,6 +75,8 @@ _HAS_DATE = re.compile(
 )
 _YEAR = re.compile(r"\b(?:19|20)\d{2}\b")
 _WORD = re.compile(r"[^\W_]+")
+# At least two words (two runs of _WORD), found without listing them all.
+_TWO_WORDS = re.compile(r"(?<![^\W_])[^\W_]+[\W_]+[^\W_]")
 _CACHE_KEY = "_ctxeval_decoy_passes"
 
 
@@ -250,7 +252,7 @@ def _session_sentences(conversation: Conversation) -> list[str]:
                 continue
             for text in message_texts(message):
                 for sentence in sentences(text):
-                    if len(_WORD.findall(sentence)) >= 2:
+                    if _TWO_WORDS.search(sentence):
                         seen.setdefault(sentence.strip(), None)
         cached = conversation.__dict__["_ctxeval_decoy_sentences"] = list(seen)
     return cached

@@ -69,7 +69,7 @@ from .attention import lost_in_middle_attention as lost_in_middle_attention
 from .attention import lost_in_middle_probability as lost_in_middle_probability
 from .codegen import write_code
 from .oracle_files import file_reply
-from .request_text import message_texts, tool_texts
+from .request_text import last_index, message_texts, tool_texts
 from .text import sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
@@ -86,6 +86,7 @@ _LISTING = re.compile(r"^id=(?P<id>\S+) \|.*?\| preview: (?P<preview>.*)$", re.M
 # each is read on its own, so an excerpt that asks a question does not hide
 # the others (fact survival counts every excerpt as visible).
 PREVIEW_EXCERPTS = " … "
+_MARKER_START = "[… "
 _MARKER = re.compile(r"\[… \d+ chars stored as memory \S+; call retrieve_memory\(id=\"\S+\"\) …\]")
 _TASK = re.compile(
     r"^\s*(write|create|implement|build|generate|make|draft|fix|add|refactor|code|produce)\b",
@@ -124,7 +125,7 @@ def respond(
     *,
     attention: Attention | None = None,
 ) -> Reply:
-    question_at = _last_index(messages, "user")
+    question_at = last_index(messages, "user")
     question = content_text(messages[question_at]) if question_at is not None else ""
     context = [m for i, m in enumerate(messages) if i != question_at]
     if SUMMARY_REQUEST.match(question):
@@ -196,9 +197,12 @@ def _text_candidates(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     tracking such tuples, so a full cache costs its full passes nothing."""
     out = []
     for sentence in sentences(text):
-        if sentence.endswith("?") or _MARKER.fullmatch(sentence.strip()):
+        if sentence.endswith("?"):
             continue
-        sentence = _MARKER.sub(" ", sentence).strip()
+        if _MARKER_START in sentence:  # the regexes only where a marker can be
+            if _MARKER.fullmatch(sentence.strip()):
+                continue
+            sentence = _MARKER.sub(" ", sentence).strip()
         found = tuple(dict.fromkeys(terms(sentence)))
         if found:
             out.append((sentence, found))
@@ -387,13 +391,6 @@ def _retrieved_ids(messages: list[dict[str, Any]]) -> set[str]:
                 except (ValueError, AttributeError):
                     continue
     return ids
-
-
-def _last_index(messages: list[dict[str, Any]], role: str) -> int | None:
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == role:
-            return i
-    return None
 
 
 def echo(messages: list[dict[str, Any]]) -> str:

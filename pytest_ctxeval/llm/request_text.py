@@ -89,3 +89,11 @@ def _schema_texts(schema: Any) -> Iterator[str]:
     elif isinstance(schema, list):
         for item in schema:
             yield from _schema_texts(item)
+
+
+def last_index(messages: list[dict[str, Any]], role: str) -> int | None:
+    """Where the last message of ``role`` is (the question: the last user message)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == role:
+            return i
+    return None

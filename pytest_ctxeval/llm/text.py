@@ -24,6 +24,8 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'\-]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _MAX_SENTENCE = 400
+# Distinct texts whose sentences are kept (a long session has tens of thousands).
+_TEXTS_REMEMBERED = 50_000
 
 
 def terms(text: str) -> list[str]:
@@ -31,18 +33,19 @@ def terms(text: str) -> list[str]:
 
     A lone capital letter or digit is kept ("input B", "step 3"): in chat it
     is usually a label someone will refer back to."""
-    # Words repeat far more than texts do: each distinct word is looked at once.
-    known = _TERM_OF
-    out = []
-    for word in _WORD.findall(text):
-        term = known.get(word)
-        if term is None:
-            if len(known) >= _TERMS_REMEMBERED:
-                known.clear()
-            term = known[word] = _term(word)
-        if term:
-            out.append(term)
-    return out
+    # Words repeat far more than texts do: each distinct word is looked at
+    # once, and the lookups run in C (map and filter over the word list).
+    return list(filter(None, map(_TERM_OF.__getitem__, _WORD.findall(text))))
+
+
+class _TermsOfWords(dict[str, str]):
+    """Word -> its term, worked out on the first lookup of each word."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= _TERMS_REMEMBERED:
+            self.clear()
+        term = self[word] = _term(word)
+        return term
 
 
 def _term(word: str) -> str:
@@ -56,7 +59,7 @@ def _term(word: str) -> str:
     return "" if low in _STOPWORDS else _stem(low)
 
 
-_TERM_OF: dict[str, str] = {}
+_TERM_OF = _TermsOfWords()
 _TERMS_REMEMBERED = 200_000
 
 
@@ -70,8 +73,12 @@ def _stem(word: str) -> str:
     return word
 
 
-def sentences(text: str) -> list[str]:
-    """Lines, then sentences; very long lines (minified JSON) in chunks."""
+@lru_cache(maxsize=_TEXTS_REMEMBERED)
+def sentences(text: str) -> tuple[str, ...]:
+    """Lines, then sentences; very long lines (minified JSON) in chunks.
+
+    Kept per text: the oracle, the summariser and the decoy sampling all read
+    the same session texts, and consecutive windows repeat them."""
     out: list[str] = []
     for line in text.splitlines():
         line = line.strip()
@@ -86,7 +93,7 @@ def sentences(text: str) -> list[str]:
                 sentence = sentence[cut:].strip()
             if sentence:
                 out.append(sentence)
-    return out
+    return tuple(out)
 
 
 def idf_weights(documents: Iterable[set[str]]) -> dict[str, float]:

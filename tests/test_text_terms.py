@@ -1,0 +1,54 @@
+"""The oracle's word analysis: each distinct word is worked out once and kept,
+within a bound, and what a text yields never depends on what was kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_ctxeval.llm import text
+from pytest_ctxeval.llm.oracle import respond
+
+
+def _terms_word_by_word(sentence: str) -> list[str]:
+    found = (text._term(word) for word in text._WORD.findall(sentence))
+    return [term for term in found if term]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Tell me more about input B, step 3 and the libraries' stores.",
+        "It's the staging DB's port: 5432 -- not 5433.",
+        "'quoted' -dashed- a I x 7 the and of",
+        "",
+    ],
+)
+def test_terms_are_the_terms_of_each_word(sentence):
+    assert text.terms(sentence) == _terms_word_by_word(sentence)
+
+
+def test_a_full_word_cache_starts_over_and_answers_do_not_change(monkeypatch):
+    messages = [
+        {"role": "user", "content": "The staging database listens on port 5432."},
+        {"role": "assistant", "content": "Noted, the staging database is on port 5432."},
+        {"role": "user", "content": "Which port does the staging database use?"},
+    ]
+    text._TERM_OF.clear()
+    text.sentences.cache_clear()
+    expected = respond(messages).content
+    monkeypatch.setattr(text, "_TERMS_REMEMBERED", 3)
+    text._TERM_OF.clear()
+    from pytest_ctxeval.llm import oracle
+
+    oracle._text_candidates.cache_clear()
+    assert respond(messages).content == expected
+    assert "5432" in (expected or "")
+    assert len(text._TERM_OF) <= 3
+
+
+def test_sentences_of_a_text_are_kept_and_the_same_each_time():
+    long_text = "First point here. Second point there!\nA new line?\n" + "x, " * 300
+    first = text.sentences(long_text)
+    assert text.sentences(long_text) is first  # worked out once
+    assert first[:3] == ("First point here.", "Second point there!", "A new line?")
+    assert all(len(piece) <= 400 for piece in first)
