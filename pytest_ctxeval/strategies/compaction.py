@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Message, Window, content_text, split_system
+from .base import Message, Window, content_text, split_system, system_length
 from .registration import register_strategy
 from .turns import (
     TracksUserTurns,
@@ -99,17 +99,19 @@ class CompactionStrategy(TracksUserTurns):
         }
 
     def window(self) -> Window:
-        system, rest = split_system(self.history)
-        starts = self.turn_starts(len(system))
-        due = len(starts) - self.keep_turns - self.turns_compacted
-        if due >= self.every_turns:
-            cut = starts[len(starts) - self.keep_turns]  # a turn start: no pair is split
-            self._compact(rest[self.compacted : cut])
+        # Slices of the history, never a copy of all of it: a turn costs what
+        # the window holds, not what the session has seen.
+        offset = system_length(self.history)
+        system = self.history[:offset]
+        old_enough = self.turn_count() - self.keep_turns  # turns before the kept ones
+        if old_enough - self.turns_compacted >= self.every_turns:
+            cut = self.turn_start(old_enough, offset)  # a turn start: no pair is split
+            self._compact(self.history[offset + self.compacted : offset + cut])
             self.compacted = cut
-            self.total_turns_compacted += len(starts) - self.keep_turns - self.turns_compacted
-            self.turns_compacted = len(starts) - self.keep_turns
+            self.total_turns_compacted += old_enough - self.turns_compacted
+            self.turns_compacted = old_enough
         notes = self._notes()
-        raw = rest[self.compacted :]
+        raw = self.history[offset + self.compacted :]
         # Fit the budget with the memory as its own messages (dropped last), then
         # fold what survived into the system prompt for the plain layout.
         messages = fit_budget(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import BaseStrategy, Window, current_exchange_start, split_system
+from .base import BaseStrategy, Window, current_exchange_start, system_length
 from .registration import register_strategy
 from .turns import safe_cut
 
@@ -39,25 +39,29 @@ class SlidingStrategy(BaseStrategy):
         return {"turns": self.turns, "keep_system": self.keep_system}
 
     def window(self) -> Window:
-        system, rest = split_system(self.history)
-        pinned = system if self.keep_system else []
-        if not rest:
+        # Indices into the history itself, never a copy of it: a window costs
+        # its own length, not the session's.
+        history = self.history
+        offset = system_length(history)  # the leading system messages
+        pinned = history[:offset] if self.keep_system else []
+        if offset == len(history):
             # Only system messages so far: the last one is the current message.
-            return Window(messages=pinned or self.history[-1:])
+            return Window(messages=pinned or history[-1:])
         if self.messages is not None:
             # The last N messages, moved back so no tool result loses its call.
-            begin = safe_cut(rest, max(len(rest) - self.messages, 0))
-            return Window(messages=pinned + rest[min(begin, current_exchange_start(rest)) :])
+            cut = safe_cut(history, max(len(history) - self.messages, offset))
+            begin = min(max(cut, offset), current_exchange_start(history))
+            return Window(messages=pinned + history[begin:])
         # The k-th user message from the end (or the first there is), found
-        # from the end: a window costs its own length, not the session's.
+        # from the end.
         start: int | None = None
         seen = 0
-        for index in range(len(rest) - 1, -1, -1):
-            if rest[index].get("role") == "user":
+        for index in range(len(history) - 1, offset - 1, -1):
+            if history[index].get("role") == "user":
                 start, seen = index, seen + 1
                 if seen == self.turns:
                     break
         if start is None:
             # No user message yet: keep at least the current message and its call.
-            start = current_exchange_start(rest)
-        return Window(messages=pinned + rest[start:])
+            start = current_exchange_start(history)
+        return Window(messages=pinned + history[start:])

@@ -22,7 +22,7 @@ from .base import (
     Window,
     current_exchange_start,
     messages_tokens,
-    split_system,
+    system_length,
 )
 from .registration import register_strategy
 from .turns import (
@@ -95,18 +95,23 @@ class SummarizeStrategy(BaseStrategy):
         }
 
     def window(self) -> Window:
-        system, rest = split_system(self.history)
-        messages = self._layout(system, rest)
+        # Indices into the history itself (``offset``: the system prompt's
+        # length), never a copy of it: a turn costs its window, not the session.
+        history = self.history
+        offset = system_length(history)
+        system = history[:offset]
+        messages = self._layout(system, offset)
         if self._tokens(messages) > self.trigger_tokens:
             # Keep the last messages raw, never part of the current exchange,
-            # and never a tool result without its call.
-            cut = max(len(rest) - self.keep_messages, 0)
-            cut = safe_cut(rest, min(cut, current_exchange_start(rest)))
+            # and never a tool result without its call (cut counts after offset).
+            cut = max(len(history) - offset - self.keep_messages, 0)
+            exchange = max(current_exchange_start(history) - offset, 0)
+            cut = max(safe_cut(history, offset + min(cut, exchange)), offset) - offset
             if cut > self.summarized:
-                self.summary = self._summarize(rest[self.summarized : cut])
+                self.summary = self._summarize(history[offset + self.summarized : offset + cut])
                 self.summarized = cut
                 self.summaries_written += 1
-                messages = self._layout(system, rest)
+                messages = self._layout(system, offset)
         protect = 1 if self.summary is not None else 0  # the summary goes after older raw turns
         return Window(messages=fit_budget(messages, self.budget_tokens, self.count_tokens, protect))
 
@@ -116,11 +121,11 @@ class SummarizeStrategy(BaseStrategy):
         self.summarized = 0
         super().end_session()
 
-    def _layout(self, system: list[Message], rest: list[Message]) -> list[Message]:
+    def _layout(self, system: list[Message], offset: int) -> list[Message]:
         if self.summary is None:
-            return system + rest
+            return system + self.history[offset:]
         note = {"role": self.summary_role, "content": SUMMARY_PREFIX + self.summary}
-        return system + [note] + rest[self.summarized :]
+        return system + [note] + self.history[offset + self.summarized :]
 
     def _tokens(self, messages: list[Message]) -> int:
         return messages_tokens(messages, self.count_tokens)

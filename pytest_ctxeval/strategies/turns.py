@@ -168,6 +168,10 @@ class TracksUserTurns(BaseStrategy):
         super().end_session()
         self._user_at = [i for i, m in enumerate(self.history) if m.get("role") == "user"]
 
-    def turn_starts(self, offset: int) -> list[int]:
-        """Where turns begin, counted from ``offset`` (the end of the system prompt)."""
-        return [i - offset for i in self._user_at]
+    def turn_count(self) -> int:
+        return len(self._user_at)
+
+    def turn_start(self, index: int, offset: int) -> int:
+        """Where turn ``index`` begins, counted from ``offset``: one turn's
+        start without listing them all."""
+        return self._user_at[index] - offset

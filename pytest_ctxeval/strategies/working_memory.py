@@ -24,6 +24,9 @@ from .turns import sorted_json
 CONSTRAINT = re.compile(r"\b(never|always|must|do not|don't|only|avoid|prefer)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PATH_KEYS = frozenset({"path", "file", "filename", "filepath", "file_path", "target", "dest"})
+# Latest milestones and discoveries a working memory keeps (user rules live in
+# the ledger and never drop; modified files are a set read from tool calls).
+MEMORY_ITEMS = 100
 
 
 class WorkingMemory(BaseModel):
@@ -104,14 +107,16 @@ class ConstraintLedger:
 
 def merge(old: WorkingMemory, new: WorkingMemory, touched: list[str]) -> WorkingMemory:
     """The next memory: the model's judgement, the bookkeeping done in code."""
-    milestones = _union(old.completed_milestones, new.completed_milestones)
+    # Bounded as a model's own rewrite would be: the latest entries stay, so the
+    # memory, and each compaction request, stops growing with the session.
+    milestones = _union(old.completed_milestones, new.completed_milestones)[-MEMORY_ITEMS:]
     return WorkingMemory(
         goal=new.goal.strip() or old.goal,
         completed_milestones=milestones,
         pending_tasks=[t for t in _union(new.pending_tasks) if t not in milestones],
         active_user_constraints=[],  # rendered from the ledger, never from the model
         modified_files=sorted(set(old.modified_files) | set(new.modified_files) | set(touched)),
-        key_discoveries=_union(old.key_discoveries, new.key_discoveries),
+        key_discoveries=_union(old.key_discoveries, new.key_discoveries)[-MEMORY_ITEMS:],
     )
 
 
