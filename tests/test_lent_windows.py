@@ -157,3 +157,72 @@ def test_the_replay_of_full_lending_gives_the_figures_of_full_copying() -> None:
     lending.strategy.add({"role": "user", "content": "one more"})
     lending.strategy.lent_window()
     assert lending.last_window == kept
+
+
+def tool_session_yaml(turns: int) -> str:
+    lines = ["id: tools", "system: You are a coding agent.", "turns:"]
+    for turn in range(turns):
+        lines += [
+            f"  - user: Check the traces of service {turn}.",
+            "  - tool: {name: query_spans, "
+            f"generate: {{kind: spans, tokens: 300, seed: {turn}}}}}",
+            f"  - assistant: Done with service {turn}.",
+        ]
+    lines += [
+        "probes:",
+        "  - id: last",
+        "    user: Which service did you check last?",
+        f"    expect: {{contains: 'service {turns - 1}'}}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+TOOL_RESULT_STRATEGIES = ["toolprune", "observation-mask", "subagent"]
+
+
+@pytest.mark.parametrize("name", TOOL_RESULT_STRATEGIES)
+def test_tool_result_strategies_lend_one_list_that_matches_their_window(name: str) -> None:
+    from pytest_ctxeval.strategies.registry import resolve
+
+    conversation = parse_inline(tool_session_yaml(20))[0]
+    [spec] = resolve(name, preset_dirs=[])
+    strategy, twin = spec.create(), spec.create()
+    lists = set()
+    for message in conversation.messages:
+        strategy.add(dict(message))
+        twin.add(dict(message))
+        lent = strategy.lent_window()
+        assert lent.messages == twin.window().messages
+        assert strategy.unchanged_prefix == twin.unchanged_prefix
+        lists.add(id(lent.messages))
+    assert len(lists) == 1  # brought up to date in place: no copy of the window per turn
+
+
+@pytest.mark.parametrize("name", TOOL_RESULT_STRATEGIES)
+def test_the_replay_of_a_lending_tool_result_strategy_gives_the_copying_figures(
+    name: str,
+) -> None:
+    from pytest_ctxeval.strategies.registry import resolve
+
+    conversation = parse_inline(tool_session_yaml(30))[0]
+    client = model_client("ctxeval/oracle")
+    forks = {len(conversation.messages) // 2}
+    [spec] = resolve(name, preset_dirs=[])
+    lending_strategy = spec.create()
+    cls = type(lending_strategy)
+    copying_strategy = type("Copying" + cls.__name__, (cls,), {})()  # not marked: copies
+
+    def replay(strategy: Any) -> Any:
+        model = "ctxeval/oracle"
+        return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
+
+    lending, copying = replay(lending_strategy), replay(copying_strategy)
+    assert [dataclasses.asdict(r) for r in lending.requests] == [
+        dataclasses.asdict(r) for r in copying.requests
+    ]
+    assert lending.last_window == copying.last_window
+    assert lending.forks[min(forks)].last_window == copying.forks[min(forks)].last_window
+    kept = list(lending.last_window)
+    lending.strategy.add({"role": "user", "content": "one more"})
+    lending.strategy.lent_window()
+    assert lending.last_window == kept

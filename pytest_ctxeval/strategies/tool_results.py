@@ -33,6 +33,10 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
         self._shown: list[Message] = []
         self._results: list[int] = []  # history indices of tool results
         self._condensed_upto = 0  # results before this position in _results are condensed
+        # What lent_window() hands out: _shown as of the last window, with the
+        # positions changed since (_relent) brought up to date at the next one.
+        self._lent: list[Message] = []
+        self._relent: list[int] = []
 
     def params(self) -> dict[str, Any]:
         return {"keep_last": self.keep_last, "budget_tokens": self.budget_tokens}
@@ -44,15 +48,36 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
             self._results.append(len(self.history) - 1)
 
     def window(self) -> Window:
-        whole_from = max(len(self._results) - self.keep_last, 0)
-        for index in self._results[self._condensed_upto : whole_from]:
-            self._shown[index] = self.condense(index, self.history[index])
-            self._changed(index)
-        self._condensed_upto = max(self._condensed_upto, whole_from)
+        self._condense_due()
         shown = list(self._shown)
         messages = fit_budget(shown, self.budget_tokens, self.count_tokens)
         self._window_built(len(shown), whole=messages is shown)
         return Window(messages=messages)
+
+    def lent_window(self) -> Window:
+        """``window()``, whose message list is this strategy's own: valid until
+        the next call, which brings it up to date in place (see lent_window_of),
+        so a long session costs its new messages, not a copy per turn."""
+        if self.budget_tokens is not None:
+            return self.window()  # a budget cuts a new list anyway
+        self._condense_due()
+        lent, shown = self._lent, self._shown
+        for index in self._relent:
+            if index < len(lent):
+                lent[index] = shown[index]
+        self._relent.clear()
+        lent.extend(shown[len(lent) :])
+        self._window_built(len(lent))
+        return Window(messages=lent)
+
+    def _condense_due(self) -> None:
+        """Condense the results that left the last ``keep_last``."""
+        whole_from = max(len(self._results) - self.keep_last, 0)
+        for index in self._results[self._condensed_upto : whole_from]:
+            self._shown[index] = self.condense(index, self.history[index])
+            self._changed(index)
+            self._relent.append(index)
+        self._condensed_upto = max(self._condensed_upto, whole_from)
 
     def revise(self, index: int, message: Message) -> None:
         super().revise(index, message)
@@ -60,11 +85,13 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
         condensed = position < self._condensed_upto and self._results[position] == index
         self._shown[index] = self.condense(index, message) if condensed else message
         self._changed(index)
+        self._relent.append(index)
 
     def end_session(self) -> None:
         super().end_session()
         self._shown = list(self.history)  # the new chat's history: its system prompt
         self._results, self._condensed_upto = [], 0
+        self._lent, self._relent = [], []  # a new list: the old chat's stays as it was
         self._changed(0)
 
     def condense(self, index: int, message: Message) -> Message:  # pragma: no cover - abstract
