@@ -263,6 +263,10 @@ class ProbeItem(pytest.Item):
                 return one_line_failure(record, reason)
             failure = format_failure(record)
             return f"{printable(reason)}\n{failure}" if reason else failure
+        if isinstance(excinfo.value, pytest.xfail.Exception):
+            # pytest shows an xfail's reason, never this text; its traceback
+            # would repr every frame's arguments (a whole long conversation).
+            return printable(str(excinfo.value))
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

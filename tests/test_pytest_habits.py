@@ -9,6 +9,7 @@ off): --lf, --ff and --sw live in it.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -305,3 +306,30 @@ def test_help_works_with_the_plugin_installed(ctx, plugins):
     assert "'tokens:+10%,cost:+5%,headtail:pass_rate:-0.05'" in text
     assert "--ctx-allow-removed" in text
     assert "ctx_fail_if (string):" in text
+
+
+def test_an_xfail_report_carries_its_reason_not_a_traceback(ctx: CtxProject) -> None:
+    # pytest shows an xfail's reason; the report's long text is never shown, and
+    # a traceback there would render every frame's arguments (a long conversation
+    # each time: seconds per item on a LoCoMo-size file).
+    ctx.scenario("mixed", MIXED)
+    ctx.write(
+        "conftest.py",
+        """
+        import json
+
+        def pytest_runtest_logreport(report):
+            if report.when == "call" and hasattr(report, "wasxfail"):
+                with open("xfail-reports.jsonl", "a") as out:
+                    out.write(json.dumps([report.nodeid, str(report.longrepr)]) + "\\n")
+        """,
+    )
+    result = ctx.run("--ctx-strategy=full", "-rx")
+    result.assert_outcomes(passed=1, xfailed=1)
+    [(nodeid, longrepr)] = [
+        json.loads(line) for line in (ctx.path / "xfail-reports.jsonl").read_text().splitlines()
+    ]
+    assert nodeid.endswith("::impossible[full]")
+    assert longrepr.startswith("model_miss: ctxeval/oracle failed this probe")
+    assert "Traceback" not in longrepr and "def " not in longrepr
+    assert "model_miss: ctxeval/oracle failed this probe" in output(result)
