@@ -181,3 +181,21 @@ def test_a_stored_answer_is_held_to_the_same_rules():
     ignored = {"n": {"15"}}
     window = Window(messages=[user("Hello."), PROBE], retrievable=["limit: 15"])
     assert fact_survival([fact], window, coincidental=ignored) == {"n": "gone"}
+
+
+# -- probes of one session share the judging, never a stale one --------------------------------
+
+
+def test_each_window_is_judged_by_what_it_shows_now() -> None:
+    shown = user("Config: STAGING_PORT = 5433 for now.")
+    other = user("Nothing about ports here.")
+    assert state(PORT, shown) == "verbatim"
+    assert state(PORT, shown) == "verbatim"  # the next probe of the same session
+    assert state(PORT, other) == "gone"
+    shown["content"] = "Config: the port moved."  # the same message object, edited in place
+    assert state(PORT, shown) == "gone"
+    assert state(PORT, user("Staging listens on 5433.")) == "transformed"
+    assert state(PORT, other, retrievable=["STAGING_PORT = 5433"]) == "in_store"
+    # The same text with other coincidental answers is judged again.
+    window = Window(messages=[user("Staging listens on 5433."), PROBE])
+    assert fact_survival([PORT], window, coincidental={"port": {"5433"}})["port"] == "gone"

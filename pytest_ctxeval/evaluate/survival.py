@@ -39,22 +39,55 @@ def fact_survival(
 
     ``coincidental``: per fact id, answers the session mentions even without
     the fact (``Conversation.coincidental_answers``); none when omitted."""
+    seen = _seen_in(window, coincidental)
+    states: dict[str, Survival] = {}
+    for fact in facts:
+        found = seen.states.get(id(fact))
+        if found is None or found[0] is not fact:
+            found = seen.states[id(fact)] = (fact, _state(fact, seen, coincidental))
+        states[fact.id] = found[1]
+    return states
+
+
+class _Seen:
+    """What one window shows, normalised, and each fact's state in it."""
+
+    def __init__(self, coincidental: object, visible: str, stored: str) -> None:
+        self.coincidental = coincidental
+        self.visible = visible
+        self.stored = stored
+        self.states: dict[int, tuple[Fact, Survival]] = {}
+
+
+_last_seen: list[_Seen] = []  # the latest window's: the probes of one session share it
+
+
+def _seen_in(window: Window, coincidental: Mapping[str, Set[str]] | None) -> _Seen:
+    """The probes of a session under a strategy that shows them the same
+    history read the same text: each fact is judged once for that text (the
+    phrase searches are the cost; comparing the texts is a memcmp)."""
     texts = [t for m in window.messages[:-1] for t in message_texts(m)]
     visible = normalise("\n".join(texts + tools_texts(window.tools)))
     stored = normalise("\n".join(window.retrievable))
-    states: dict[str, Survival] = {}
-    for fact in facts:
-        pieces = [normalise(p) for p in fact.pieces()]
-        ignored = coincidental.get(fact.id, set()) if coincidental else set()
-        answers = [a for a in fact.answers if a not in ignored]
-        if all(p in visible for p in pieces):
-            states[fact.id] = "verbatim"
-        elif any(contains_phrase(visible, a) for a in answers):
-            states[fact.id] = "transformed"
-        elif all(p in visible or p in stored for p in pieces) or any(
-            contains_phrase(stored, a) for a in answers
-        ):
-            states[fact.id] = "in_store"
-        else:
-            states[fact.id] = "gone"
-    return states
+    if _last_seen:
+        last = _last_seen[0]
+        if last.coincidental is coincidental and last.visible == visible and last.stored == stored:
+            return last
+    _last_seen[:] = [_Seen(coincidental, visible, stored)]
+    return _last_seen[0]
+
+
+def _state(fact: Fact, seen: _Seen, coincidental: Mapping[str, Set[str]] | None) -> Survival:
+    visible, stored = seen.visible, seen.stored
+    pieces = [normalise(p) for p in fact.pieces()]
+    ignored = coincidental.get(fact.id, set()) if coincidental else set()
+    answers = [a for a in fact.answers if a not in ignored]
+    if all(p in visible for p in pieces):
+        return "verbatim"
+    if any(contains_phrase(visible, a) for a in answers):
+        return "transformed"
+    if all(p in visible or p in stored for p in pieces) or any(
+        contains_phrase(stored, a) for a in answers
+    ):
+        return "in_store"
+    return "gone"
