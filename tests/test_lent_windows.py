@@ -111,6 +111,20 @@ def test_the_replay_of_a_lending_strategy_gives_the_figures_of_one_that_copies(
     assert lending.last_window == kept
 
 
+def assert_same_replay(lending: Any, copying: Any, fork: int) -> None:
+    """The lending replay's figures and forks are the copying one's, and what
+    its trace keeps stays as it was when the strategy builds its next window."""
+    assert [dataclasses.asdict(r) for r in lending.requests] == [
+        dataclasses.asdict(r) for r in copying.requests
+    ]
+    assert lending.last_window == copying.last_window
+    assert lending.forks[fork].last_window == copying.forks[fork].last_window
+    kept = list(lending.last_window)
+    lending.strategy.add({"role": "user", "content": "one more"})
+    lending.strategy.lent_window()
+    assert lending.last_window == kept
+
+
 class CopyingFull(FullStrategy):
     """full as any other strategy is replayed: not taken at its word, no lending."""
 
@@ -148,15 +162,7 @@ def test_the_replay_of_full_lending_gives_the_figures_of_full_copying() -> None:
         return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
 
     lending, copying = replay(FullStrategy()), replay(CopyingFull())
-    assert [dataclasses.asdict(r) for r in lending.requests] == [
-        dataclasses.asdict(r) for r in copying.requests
-    ]
-    assert lending.last_window == copying.last_window
-    assert lending.forks[min(forks)].last_window == copying.forks[min(forks)].last_window
-    kept = list(lending.last_window)
-    lending.strategy.add({"role": "user", "content": "one more"})
-    lending.strategy.lent_window()
-    assert lending.last_window == kept
+    assert_same_replay(lending, copying, min(forks))
 
 
 def tool_session_yaml(turns: int) -> str:
@@ -217,12 +223,4 @@ def test_the_replay_of_a_lending_tool_result_strategy_gives_the_copying_figures(
         return simulate(conversation, strategy, client=client, model=model, fork_at=forks)
 
     lending, copying = replay(lending_strategy), replay(copying_strategy)
-    assert [dataclasses.asdict(r) for r in lending.requests] == [
-        dataclasses.asdict(r) for r in copying.requests
-    ]
-    assert lending.last_window == copying.last_window
-    assert lending.forks[min(forks)].last_window == copying.forks[min(forks)].last_window
-    kept = list(lending.last_window)
-    lending.strategy.add({"role": "user", "content": "one more"})
-    lending.strategy.lent_window()
-    assert lending.last_window == kept
+    assert_same_replay(lending, copying, min(forks))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import BaseStrategy, Message, Window
 from .registration import register_strategy
-from .unchanged_prefix import TracksUnchangedPrefix, tracks_unchanged_prefix
+from .unchanged_prefix import TracksUnchangedPrefix, bring_up_to_date, tracks_unchanged_prefix
 
 
 @register_strategy("full")
@@ -38,11 +38,6 @@ class FullStrategy(TracksUnchangedPrefix, BaseStrategy):
         """``window()``, whose message list is this strategy's own: valid until
         the next call, which brings it up to date in place (see lent_window_of).
         A copy of the whole history per turn would make a session quadratic."""
-        lent, history = self._lent, self.history
-        for index in self._revised:
-            if index < len(lent):
-                lent[index] = history[index]
-        self._revised.clear()
-        lent.extend(history[len(lent) :])
-        self._window_built(len(lent))
-        return Window(messages=lent)
+        bring_up_to_date(self._lent, self.history, self._revised)
+        self._window_built(len(self._lent))
+        return Window(messages=self._lent)

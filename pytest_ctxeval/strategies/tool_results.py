@@ -13,7 +13,7 @@ from typing import Any
 
 from .base import BaseStrategy, Message, Window
 from .turns import fit_budget, require_at_least
-from .unchanged_prefix import TracksUnchangedPrefix
+from .unchanged_prefix import TracksUnchangedPrefix, bring_up_to_date
 
 
 class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
@@ -61,14 +61,9 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
         if self.budget_tokens is not None:
             return self.window()  # a budget cuts a new list anyway
         self._condense_due()
-        lent, shown = self._lent, self._shown
-        for index in self._relent:
-            if index < len(lent):
-                lent[index] = shown[index]
-        self._relent.clear()
-        lent.extend(shown[len(lent) :])
-        self._window_built(len(lent))
-        return Window(messages=lent)
+        bring_up_to_date(self._lent, self._shown, self._relent)
+        self._window_built(len(self._lent))
+        return Window(messages=self._lent)
 
     def _condense_due(self) -> None:
         """Condense the results that left the last ``keep_last``."""

@@ -79,3 +79,13 @@ def lent_window_of(strategy: Any) -> tuple[Any, bool]:
     if callable(lend):
         return lend(), True
     return strategy.window(), False
+
+
+def bring_up_to_date(lent: list[Any], source: list[Any], changed: list[int]) -> None:
+    """Make the lent list equal to ``source`` in place: the positions in
+    ``changed`` are set again (then forgotten), the new tail is appended."""
+    for index in changed:
+        if index < len(lent):
+            lent[index] = source[index]
+    changed.clear()
+    lent.extend(source[len(lent) :])
