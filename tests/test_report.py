@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from pytest_ctxeval.gate.compare import Change, Comparison
@@ -125,6 +126,17 @@ def test_records_frame_has_one_row_per_record_and_keeps_dicts(records):
     assert len(df) == len(records)
     assert list(df.columns)[: len(ResultRecord.model_fields)] == list(ResultRecord.model_fields)
     assert df.loc[4, "fact_survival"] == {"api-key": "in_store", "no-req": "gone"}
+
+
+def test_records_frame_is_the_frame_of_the_dumped_records(records):
+    # Built from the attributes without copying them: the same columns, types
+    # and values as from model_dump(), extra fields after the declared ones.
+    rs = [*records, rec(probe="extra", shard_note="from an older writer")]
+    dumped = pd.DataFrame.from_records([r.model_dump() for r in rs])
+    declared = list(ResultRecord.model_fields)
+    expected = dumped[[*declared, "shard_note"]]
+    pd.testing.assert_frame_equal(records_frame(rs), expected)
+    assert records_frame(rs)["shard_note"].isna().sum() == len(records)
 
 
 def test_cumulative_tokens_count_each_session_once(records):
