@@ -1,10 +1,11 @@
-"""The data behind each item's drill-down, embedded once in the report as JSON.
+"""The data behind each item's drill-down, embedded in the report as JSON
+(packed a chunk of items at a time, see ``page_data``).
 
 The report's script draws the drill-down from it: the window the strategy
 sent (each part marked), the memory it fetched, both answers with a word-level
 diff, fact survival, tokens and cost.  Sizes stay small: every distinct text
-is stored once (a kept message appears in every strategy's window) and every
-distinct window once (the probes of one session share theirs).
+is stored once per chunk (a kept message appears in every strategy's window)
+and every distinct window once (the probes of one session share theirs).
 """
 
 from __future__ import annotations
@@ -204,9 +205,8 @@ def _first_break(breaks: list[dict[str, Any]], count: int) -> str | None:
     return text + (f" ({count} breaks)" if count > 1 else "")
 
 
-def script_json(value: Any) -> Markup:
-    """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``,
-    ``>`` or ``&`` in it, so no text can close the element or open a comment."""
+def plain_json(value: Any) -> str:
+    """``value`` as compact JSON, NaN and infinities as null."""
     options: dict[str, Any] = {
         "ensure_ascii": False,
         "separators": (",", ":"),
@@ -214,9 +214,15 @@ def script_json(value: Any) -> Markup:
         "allow_nan": False,
     }
     try:
-        text = json.dumps(value, **options)
+        return json.dumps(value, **options)
     except ValueError:  # a NaN or an infinity somewhere: walk it for them
-        text = json.dumps(_finite(value), **options)
+        return json.dumps(_finite(value), **options)
+
+
+def script_json(value: Any) -> Markup:
+    """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``,
+    ``>`` or ``&`` in it, so no text can close the element or open a comment."""
+    text = plain_json(value)
     for char, escaped in _UNSAFE_IN_SCRIPT.items():
         text = text.replace(char, escaped)
     return Markup(text)
