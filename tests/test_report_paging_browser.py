@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from many_items import ITEMS, many_records
 from test_report_browser import ARGS, CHROMIUM, Browser, open_item
 
 from pytest_ctxeval.report.html import write_report
-from pytest_ctxeval.report.page_data import CHUNK_ITEMS, read_page_data
 from pytest_ctxeval.results.record import ResultRecord
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -25,52 +25,12 @@ pytestmark = [
     pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} is missing"),
 ]
 
-SCENARIOS = [f"conv-{n}" for n in range(6)]
-STRATEGIES = ["full", "rag", "sliding", "truncate"]
-PROBES = [f"qa-{n:02d}" for n in range(25)]
-ITEMS = len(SCENARIOS) * len(STRATEGIES) * len(PROBES)  # 600: six pages, three chunks
 PAGE_ROWS = 100
-
-
-def record(scenario: str, strategy: str, probe: str, n: int) -> ResultRecord:
-    """An item whose every drill-down part names it, so a mixed-up chunk shows."""
-    lost = strategy == "sliding"
-    errored = (scenario, strategy, probe) == ("conv-5", "truncate", "qa-24")
-    return ResultRecord(
-        # conv-0 was kept from an earlier run of a partial rerun.
-        run_id="run-old" if scenario == "conv-0" else "run-new",
-        started_at="2026-12-01T10:00:00+00:00" if scenario == "conv-0" else "2026-12-02T10:00:00",
-        scenario=scenario,
-        strategy=strategy,
-        model="ctxeval/oracle",
-        probe=probe,
-        verdict="error" if errored else "fail" if lost else "pass",
-        classification="error" if errored else "context_loss" if lost else "ok",
-        error="ModelError: the server closed the connection" if errored else None,
-        answer=f"answer of {scenario}/{strategy}/{probe}",
-        ground_truth_answer=f"truth of {scenario}/{probe}",
-        ground_truth_verdict="pass",
-        fact_survival={f"fact-{scenario}-{probe}": "gone" if lost else "verbatim"},
-        window_trace=[
-            {"mark": "kept", "role": "system", "n": 0, "text": "You remember.", "tokens": 3},
-            {
-                "mark": "summary",
-                "role": "user",
-                "text": f"window of {scenario}/{strategy}/{probe}",
-                "tokens": 7,
-            },
-        ],
-        prompt_tokens=0 if errored else 1_000 + n,
-        full_prompt_tokens=0 if errored else 2_000,
-        cumulative_input_tokens=0 if errored else 10_000 + n,
-        tags=["locomo", f"group-{scenario}"],
-    )
 
 
 @pytest.fixture
 def records() -> list[ResultRecord]:
-    keys = [(c, s, p) for c in SCENARIOS for s in STRATEGIES for p in PROBES]
-    return [record(*key, n) for n, key in enumerate(keys)]
+    return many_records()
 
 
 @pytest.fixture
@@ -103,26 +63,6 @@ def download_csv(page: Any) -> list[list[str]]:
     with page.expect_download() as info:
         page.click("#items-csv")
     return list(csv.reader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8"))))
-
-
-def test_the_report_carries_its_drilldowns_packed_in_chunks(report: Path) -> None:
-    data = read_page_data(report.read_text(encoding="utf-8"))
-    assert len(data["details"]) == -(-ITEMS // CHUNK_ITEMS) == 3
-    # Item N of the table is item N % CHUNK_ITEMS of chunk N // CHUNK_ITEMS.
-    rows = data["rows"]["columns"]
-    for n in (0, CHUNK_ITEMS - 1, CHUNK_ITEMS, ITEMS - 1):
-        chunk = data["details"][n // CHUNK_ITEMS]
-        it = chunk["items"][n % CHUNK_ITEMS]
-        assert (it["scenario"], it["strategy"], it["probe"]) == (
-            rows["scenario"][n],
-            rows["strategy"][n],
-            rows["probe"][n],
-        )
-        assert chunk["texts"][it["answer"]] == "answer of {}/{}/{}".format(*row_key(rows, n))
-
-
-def row_key(rows: dict[str, list[Any]], n: int) -> tuple[str, str, str]:
-    return rows["scenario"][n], rows["strategy"][n], rows["probe"][n]
 
 
 def test_pages_of_the_table_and_the_clicked_items_own_details(

@@ -83,6 +83,9 @@ class DrilldownData:
     _text_ids: dict[str, int] = field(default_factory=dict)
     _window_ids: dict[str, int] = field(default_factory=dict)
     _fact_ids: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
+    # Word diffs by (full-context answer, answer), shared by the chunks of one
+    # report: strategies that give one answer to a probe diff it once.
+    diffs: dict[tuple[str | None, str | None], list[list[str]] | None] = field(default_factory=dict)
 
     def text(self, value: str | None) -> int | None:
         if value is None:
@@ -115,6 +118,12 @@ class DrilldownData:
             self._fact_ids[key] = len(self.facts)
             self.facts.append(dict(key))
         return self._fact_ids[key]
+
+    def diff(self, before: str | None, after: str | None) -> list[list[str]] | None:
+        key = (before, after)
+        if key not in self.diffs:
+            self.diffs[key] = word_diff(before, after)
+        return self.diffs[key]
 
     def add(self, record: ResultRecord, outcome: str, gate: tuple[str, str] | None = None) -> None:
         """``gate``: how the item stands against the baseline (mark, note)."""
@@ -161,7 +170,7 @@ def _item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[
         "decoy": record.decoy,
         "answer": data.text(record.answer),
         "truth": data.text(record.ground_truth_answer),
-        "diff": word_diff(record.ground_truth_answer, record.answer),
+        "diff": data.diff(record.ground_truth_answer, record.answer),
         "agreement": record.agreement,
         "facts": data.fact_states(record.fact_survival),
         "window": data.window(record.window_trace),

@@ -43,8 +43,9 @@ def drilldown_chunks(
     """The drill-down data of ``records``, ``size`` items a chunk, each chunk
     with its own texts, windows and fact tables (see ``DrilldownData``)."""
     chunks = []
+    diffs: dict[tuple[str | None, str | None], list[list[str]] | None] = {}
     for start in range(0, len(records), size):
-        data = DrilldownData()
+        data = DrilldownData(diffs=diffs)
         end = start + size
         for record, outcome, gate in zip(
             records[start:end], outcomes[start:end], gates[start:end], strict=True
