@@ -25,6 +25,8 @@ from conftest import (
     summary_line,
 )
 
+from pytest_ctxeval.report.page_data import drilldown_items, read_page_data
+
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED_SCRIPT = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
@@ -329,11 +331,18 @@ def test_report_escapes_scenario_and_model_text(suite):
     assert html.lower().count("<script") == 2 and html.lower().count("</script") == 2
     assert "<b>never</b>" not in html
     # Answers and expectations reach the page as embedded JSON with <, > and &
-    # escaped, which the page's script shows as text.
+    # escaped (the drill-downs packed as base64), which the page's script
+    # shows as text; unpacked, they read exactly as recorded.
     data = re.search(r'<script type="application/json" id="ctx-data">(.*?)</script>', html, re.S)
     assert data and "<" not in data.group(1) and ">" not in data.group(1)
-    assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in data.group(1)
-    assert "\\u003cb\\u003enever\\u003c/b\\u003e" in data.group(1)
+    assert "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e" in data.group(1)  # a row's answer
+    ((banner, chunk),) = [
+        (i, chunk)
+        for i, chunk in drilldown_items(read_page_data(html))
+        if (i["scenario"], i["strategy"], i["probe"]) == ("escape", "full", "banner")
+    ]
+    assert chunk["texts"][banner["answer"]] == suite.record("escape", "full", "banner")["answer"]
+    assert banner["expected"] == {"contains": "<b>never</b>"}
 
 
 # -- runs of their own ---------------------------------------------------------------------

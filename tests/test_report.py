@@ -19,6 +19,7 @@ from pytest_ctxeval.report.charts import (
 )
 from pytest_ctxeval.report.drilldown import script_json
 from pytest_ctxeval.report.html import render_report, write_report
+from pytest_ctxeval.report.page_data import drilldown_items, read_page_data
 from pytest_ctxeval.report.run_info import RunInfo
 from pytest_ctxeval.report.terminal import summary_lines
 from pytest_ctxeval.results.analysis import results_frame, strategy_table
@@ -203,20 +204,24 @@ DATA_BLOCK = re.compile(r'<script type="application/json" id="ctx-data">(.*?)</s
 
 
 def embedded_data(html: str) -> dict[str, Any]:
-    """The drill-down data the page's script reads."""
-    match = DATA_BLOCK.search(html)
-    assert match, "no embedded data"
-    return json.loads(match.group(1))
+    """The data the page's script reads, its drill-down chunks unpacked."""
+    return read_page_data(html)
 
 
-def item(html: str, scenario: str, strategy: str, probe: str) -> dict[str, Any]:
-    data = embedded_data(html)
+def item_in_chunk(
+    html: str, scenario: str, strategy: str, probe: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An item's drill-down and the chunk whose texts, windows and facts it points into."""
     (found,) = [
-        i
-        for i in data["items"]
+        (i, chunk)
+        for i, chunk in drilldown_items(embedded_data(html))
         if (i["scenario"], i["strategy"], i["probe"]) == (scenario, strategy, probe)
     ]
     return found
+
+
+def item(html: str, scenario: str, strategy: str, probe: str) -> dict[str, Any]:
+    return item_in_chunk(html, scenario, strategy, probe)[0]
 
 
 def test_report_summary_and_matrix(records):
@@ -272,23 +277,23 @@ def test_header_counts_items_as_pytest_does(records):
 
 
 def test_items_table_has_a_row_per_record_with_its_outcome(records):
-    items = section(render_report(records), "items")
-    assert items.count('<tr id="item-') == len(records)
-    rows = re.findall(
-        r'<tr id="item-(\d+)".*?<td class="id" data-v="([^"]*)">.*?'
-        r'<td class="id" data-v="([^"]*)">.*?<td class="id" data-v="([^"]*)">.*?'
-        r'<td class="outcome-cell" data-v="(\w+)">',
-        items,
-        re.S,
-    )
-    by_key = {
-        (scenario, strategy, probe): outcome for _, scenario, strategy, probe, outcome in rows
-    }
+    html = render_report(records)
+    # The page's script draws the table from the rows' columns, a page at a time.
+    assert 'Items (<span id="item-count">8</span>)' in section(html, "items")
+    data = embedded_data(html)
+    rows = data["rows"]["columns"]
+    assert len(rows["scenario"]) == len(records)
+    keys = list(zip(rows["scenario"], rows["strategy"], rows["probe"], strict=True))
+    by_key = dict(zip(keys, rows["outcome"], strict=True))
     assert by_key[("needle", "headtail", "p2")] == "failed"
     assert by_key[("followup", "headtail", "p1")] == "xfailed"
     assert by_key[("needle", "full", "p1")] == "passed"
-    # Rows are numbered in order; the numbers index the embedded data.
-    assert [int(r[0]) for r in rows] == list(range(len(records)))
+    lost = keys.index(("needle", "headtail", "p2"))
+    assert (rows["prompt"][lost], rows["saved_text"][lost]) == (100, "80.0 %")
+    assert rows["cumulative"][lost] == 700 and rows["cost_text"][lost] == "n/a (mock model)"
+    # Row N is the drill-down's item N.
+    drilled = [(i["scenario"], i["strategy"], i["probe"]) for i, _ in drilldown_items(data)]
+    assert drilled == keys
 
 
 def test_probes_with_the_same_fact_states_share_one_table(records):
@@ -298,9 +303,9 @@ def test_probes_with_the_same_fact_states_share_one_table(records):
     lost = next(r for r in records if r.fact_survival)
     twin = lost.model_copy(update={"probe": "twin"})
     html = render_report([*records, twin])
-    data = embedded_data(html)
-    first = item(html, lost.scenario, lost.strategy, lost.probe)
-    second = item(html, twin.scenario, twin.strategy, "twin")
+    first, data = item_in_chunk(html, lost.scenario, lost.strategy, lost.probe)
+    second, same = item_in_chunk(html, twin.scenario, twin.strategy, "twin")
+    assert data == same  # a few items: one chunk
     assert data["facts"][first["facts"]] == lost.fact_survival
     assert first["facts"] == second["facts"]
     assert len(data["facts"]) == len(
@@ -310,9 +315,8 @@ def test_probes_with_the_same_fact_states_share_one_table(records):
 
 def test_every_item_has_its_drilldown_data(records):
     html = render_report(records)
-    data = embedded_data(html)
-    assert len(data["items"]) == len(records)
-    lost = item(html, "needle", "headtail", "p2")
+    assert len(list(drilldown_items(embedded_data(html)))) == len(records)
+    lost, data = item_in_chunk(html, "needle", "headtail", "p2")
     assert lost["classification"] == "context_loss" and lost["outcome"] == "failed"
     assert lost["expected"] == {"contains_any": ["secret-9981"]}
     assert lost["failed_checks"] == ["contains_any: none of ['secret-9981'] in answer"]
@@ -346,7 +350,7 @@ def test_a_drilldown_window_is_stored_once_and_its_texts_once():
         rec(strategy="summarize", probe="a", window_trace=other),
     ]
     html = render_report(rs)
-    data = embedded_data(html)
+    (data,) = embedded_data(html)["details"]
     assert len(data["windows"]) == 2
     windows = {item(html, "needle", s, p)["window"] for s, p in [("full", "a"), ("full", "b")]}
     assert len(windows) == 1
@@ -480,8 +484,10 @@ def test_scenario_and_model_text_is_escaped():
     # while reading back exactly what was recorded.
     block = DATA_BLOCK.search(html)
     assert block and "<" not in block.group(1) and ">" not in block.group(1)
-    data = embedded_data(html)
-    lost = item(html, f"needle-{PAYLOAD}", f"s{PAYLOAD}", PAYLOAD)
+    rows = embedded_data(html)["rows"]
+    at = rows["columns"]["probe"].index(PAYLOAD)
+    assert rows["tag_sets"][rows["columns"]["tags"][at]] == [PAYLOAD, "it's"]
+    lost, data = item_in_chunk(html, f"needle-{PAYLOAD}", f"s{PAYLOAD}", PAYLOAD)
     assert data["texts"][lost["answer"]].endswith("</script><script>alert(3)</script>")
     assert lost["tags"] == [PAYLOAD, "it's"]
     # The charts escape their labels too (the series legend, the heatmap caption).
@@ -647,6 +653,11 @@ def test_the_header_says_what_the_gate_decided_and_marks_regressions_apart(recor
     # The filter offers both marks; the drill-down says what the probe was.
     assert '<select id="f-gate"><option value="">all</option><option>regressed</option>' in html
     assert "<option>known loss</option>" in html
+    rows = embedded_data(html)["rows"]["columns"]
+    assert dict(zip(rows["probe"], rows["gate"], strict=True)) == {
+        "p2": "regressed",
+        "p9": "known loss",
+    }
     lost = item(html, "needle", "headtail", "p2")
     assert lost["gate"] == "regressed"
     assert lost["gate_note"].startswith("was ok in the baseline of abc1234")

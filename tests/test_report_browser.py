@@ -89,6 +89,13 @@ def visible_rows(page: Any) -> list[list[str]]:
     )
 
 
+def open_item(page: Any, row: Any) -> None:
+    """Click an item's row and wait for its drill-down: the page unpacks the
+    details of the item's chunk first, a moment after the click."""
+    row.click()
+    page.wait_for_selector('#detail[aria-busy="false"]')
+
+
 def filtered_to(page: Any, strategy: str) -> None:
     """Wait for an address's filters: the page applies them on the
     hashchange event that follows a link or a new address, a moment later."""
@@ -193,7 +200,7 @@ def test_filter_search_sort_and_drill_down(run_report: Path, browser: Browser, t
     assert page.locator("#f-scenario").is_visible()
 
     # The drill-down: the window with its marked parts, and the word diff.
-    page.locator("#items-table tbody tr:not([hidden])", has_text="token").first.click()
+    open_item(page, page.locator("#items-table tbody tr:not([hidden])", has_text="token").first)
     panel = page.locator("#detail")
     assert panel.is_visible()
     assert "deploy-token · truncate · token" in page.inner_text("#detail-title")
@@ -210,7 +217,7 @@ def test_filter_search_sort_and_drill_down(run_report: Path, browser: Browser, t
     assert not panel.is_visible()
     page.goto(run_report.as_uri() + "#items?scenario=deploy-token&strategy=headtail")
     filtered_to(page, "headtail")
-    page.locator("#items-table tbody tr:not([hidden])", has_text="token").first.click()
+    open_item(page, page.locator("#items-table tbody tr:not([hidden])", has_text="token").first)
     assert panel.locator(".part.shortened .memory").first.inner_text() == "memory m1"
     assert panel.locator(".part.tools").count() == 1
     assert "retrieve_memory" in panel.inner_text()
@@ -237,7 +244,7 @@ def test_the_report_fits_a_phone_screen(run_report: Path, browser: Browser):
     second = page.locator("table.matrix tbody td").first.bounding_box()
     assert second and second["x"] < before["x"] + before["width"]  # scrolled under it
     # The drill-down takes the screen, and still does not scroll sideways.
-    page.locator("#items-table tbody tr").first.click()
+    open_item(page, page.locator("#items-table tbody tr").first)
     assert page.locator("#detail").is_visible()
     assert not page_scrolls_sideways()
     width = page.locator("#detail").bounding_box()
@@ -250,7 +257,7 @@ def test_readme_screenshot(run_report: Path, browser: Browser, tmp_path: Path):
     page = browser.page
     page.goto(run_report.as_uri() + "#items?scenario=deploy-token&strategy=truncate")
     filtered_to(page, "truncate")
-    page.locator("#items-table tbody tr:not([hidden])", has_text="token").first.click()
+    open_item(page, page.locator("#items-table tbody tr:not([hidden])", has_text="token").first)
     # The page from its header; the panel from the answers down to the window.
     page.evaluate("window.scrollTo(0, 0)")
     page.evaluate(
@@ -311,7 +318,7 @@ def test_text_from_the_run_stays_text(tmp_path: Path, browser: Browser):
     page.select_option("#f-tag", PAYLOAD)
     (row,) = visible_rows(page)
     assert row[0] == f"followup-{PAYLOAD}"
-    page.locator("#items-table tbody tr:not([hidden])").click()
+    open_item(page, page.locator("#items-table tbody tr:not([hidden])"))
     answer = page.locator("#detail pre.answer").inner_text()
     assert PAYLOAD in answer and "<img src=x" in answer
     assert PAYLOAD in page.locator("#detail .part.summary pre").inner_text()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import CtxProject
-from test_report_browser import ARGS, CHROMIUM, GRID, OPS, Browser, filtered_to, rec
+from test_report_browser import ARGS, CHROMIUM, GRID, OPS, Browser, filtered_to, open_item, rec
 
 from pytest_ctxeval.report.html import write_report
 
@@ -101,7 +101,7 @@ def test_a_phone_screen_breaks_no_word(run_report: Path, browser: Browser) -> No
     page = browser.page
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(run_report.as_uri(), wait_until="load")
-    page.locator("#items-table tbody tr").first.click()  # the drill-down too
+    open_item(page, page.locator("#items-table tbody tr").first)  # the drill-down too
     broken = page.evaluate(
         """tokens => Array.from(document.querySelectorAll('body *')).filter(e => {
             const s = getComputedStyle(e);

@@ -6,7 +6,6 @@ the bundled 40-turn scenario repeating byte for byte."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from typing import Any
 import pytest
 from conftest import XDIST_MODES, CtxProject, assert_no_traceback, output
 from fake_openai_server import FakeOpenAIServer, Reply, last_user_text, reply, tool_call_reply
+
+from pytest_ctxeval.report.page_data import drilldown_items, read_page_data
 
 pytestmark = pytest.mark.usefixtures("_preloaded_modules")
 
@@ -108,18 +109,13 @@ def test_rollout_checks_every_turn_and_pairs_each_strategy_with_a_full_shadow(
     assert "full     violation rate   0% (0/3 turns)  shadow 0%" in text
 
 
-DATA_BLOCK = re.compile(r'<script type="application/json" id="ctx-data">(.*?)</script>', re.S)
-
-
 def test_the_report_draws_each_rollout_turn_by_turn_with_its_artifact_diff_and_ledger(
     ctx: CtxProject,
 ) -> None:
     ctx.scenario("live", LIVE)
     ctx.run("--ctx-strategy=full,sliding").assert_outcomes(passed=1, failed=1)
     html = (ctx.path / "reports" / "ctxeval.html").read_text(encoding="utf-8")
-    found = DATA_BLOCK.search(html)
-    assert found is not None
-    items = {i["strategy"]: i for i in json.loads(found.group(1))["items"]}
+    items = {i["strategy"]: i for i, _ in drilldown_items(read_page_data(html))}
     rollout = items["sliding"]["rollout"]
     assert rollout["first_violation_turn"] == 9 and rollout["divergence_turn"] == 9
     assert [row["turn"] for row in rollout["timeline"]] == list(range(1, 13))

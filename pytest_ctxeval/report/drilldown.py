@@ -1,10 +1,11 @@
-"""The data behind each item's drill-down, embedded once in the report as JSON.
+"""The data behind each item's drill-down, embedded in the report as JSON
+(packed a chunk of items at a time, see ``page_data``).
 
 The report's script draws the drill-down from it: the window the strategy
 sent (each part marked), the memory it fetched, both answers with a word-level
 diff, fact survival, tokens and cost.  Sizes stay small: every distinct text
-is stored once (a kept message appears in every strategy's window) and every
-distinct window once (the probes of one session share theirs).
+is stored once per chunk (a kept message appears in every strategy's window)
+and every distinct window once (the probes of one session share theirs).
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class DrilldownData:
     _text_ids: dict[str, int] = field(default_factory=dict)
     _window_ids: dict[str, int] = field(default_factory=dict)
     _fact_ids: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
+    # Word diffs by (full-context answer, answer), shared by the chunks of one
+    # report: strategies that give one answer to a probe diff it once.
+    diffs: dict[tuple[str | None, str | None], list[list[str]] | None] = field(default_factory=dict)
 
     def text(self, value: str | None) -> int | None:
         if value is None:
@@ -114,6 +118,12 @@ class DrilldownData:
             self._fact_ids[key] = len(self.facts)
             self.facts.append(dict(key))
         return self._fact_ids[key]
+
+    def diff(self, before: str | None, after: str | None) -> list[list[str]] | None:
+        key = (before, after)
+        if key not in self.diffs:
+            self.diffs[key] = word_diff(before, after)
+        return self.diffs[key]
 
     def add(self, record: ResultRecord, outcome: str, gate: tuple[str, str] | None = None) -> None:
         """``gate``: how the item stands against the baseline (mark, note)."""
@@ -160,7 +170,7 @@ def _item_data(data: DrilldownData, record: ResultRecord, outcome: str) -> dict[
         "decoy": record.decoy,
         "answer": data.text(record.answer),
         "truth": data.text(record.ground_truth_answer),
-        "diff": word_diff(record.ground_truth_answer, record.answer),
+        "diff": data.diff(record.ground_truth_answer, record.answer),
         "agreement": record.agreement,
         "facts": data.fact_states(record.fact_survival),
         "window": data.window(record.window_trace),
@@ -204,9 +214,8 @@ def _first_break(breaks: list[dict[str, Any]], count: int) -> str | None:
     return text + (f" ({count} breaks)" if count > 1 else "")
 
 
-def script_json(value: Any) -> Markup:
-    """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``,
-    ``>`` or ``&`` in it, so no text can close the element or open a comment."""
+def plain_json(value: Any) -> str:
+    """``value`` as compact JSON, NaN and infinities as null."""
     options: dict[str, Any] = {
         "ensure_ascii": False,
         "separators": (",", ":"),
@@ -214,9 +223,15 @@ def script_json(value: Any) -> Markup:
         "allow_nan": False,
     }
     try:
-        text = json.dumps(value, **options)
+        return json.dumps(value, **options)
     except ValueError:  # a NaN or an infinity somewhere: walk it for them
-        text = json.dumps(_finite(value), **options)
+        return json.dumps(_finite(value), **options)
+
+
+def script_json(value: Any) -> Markup:
+    """``value`` as JSON that is safe inside a ``<script>`` element: no ``<``,
+    ``>`` or ``&`` in it, so no text can close the element or open a comment."""
+    text = plain_json(value)
     for char, escaped in _UNSAFE_IN_SCRIPT.items():
         text = text.replace(char, escaped)
     return Markup(text)

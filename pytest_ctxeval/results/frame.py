@@ -6,6 +6,7 @@ top-level import is fine here but callers must import this module lazily.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import pandas as pd
@@ -62,11 +63,15 @@ def records_frame(records: list[ResultRecord]) -> pd.DataFrame:
     columns = list(ResultRecord.model_fields)
     if not records:
         return pd.DataFrame(columns=columns)
-    # Column by column from the attributes, not from model_dump(): dumping
+    # From the records' own field values, not from model_dump(): dumping
     # copies every nested list and dict (a LoCoMo-size run's per-request
-    # series and fact tables), 27 s for 16,720 records against well under one.
-    # The frame only reads them.
-    data = {name: [getattr(r, name) for r in records] for name in columns}
+    # series and fact tables), 27 s for 16,720 records against 0.3 s; the
+    # frame only reads them.  Each record's values are read at once, then
+    # turned into columns: reading one field of every record, field after
+    # field, walks the whole heap 77 times (1.5 s).
+    values = operator.itemgetter(*columns)
+    by_column = zip(*(values(r.__dict__) for r in records), strict=True)
+    data = dict(zip(columns, map(list, by_column), strict=True))
     # Extra (allowed) fields go after the declared ones, in first-seen order.
     extra: dict[str, None] = {}
     for record in records:
