@@ -4,6 +4,7 @@
     python benchmarks/bench.py --quick    # skip the xdist scaling runs
     python benchmarks/bench.py --locomo   # also a LoCoMo-sized file under every strategy
     python benchmarks/bench.py --only workload,startup   # some sections only
+    python benchmarks/bench.py --only report-open  # a LoCoMo-size run's report: size, write, open
 
 Each section prints the command that reproduces its figure.  The workloads
 (benchmarks/workload.py) are written to a temporary folder, never committed.
@@ -30,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import report_open  # noqa: E402  (the report figures, next to this file)
 import workload  # noqa: E402  (the scenario generators next to this file)
 
 # Every pytest run here caches compiled modules as an installed package does,
@@ -707,6 +709,7 @@ def main() -> None:
                 **SECTIONS,
                 "xdist": xdist_workloads,
                 "locomo": locomo_sized,
+                "report-open": report_open.figures,
                 "scaling-long": lambda: strategy_scaling(SCALING_LONG),
                 "scaling-doubling": lambda: strategy_scaling(SCALING_DOUBLING),
                 "scaling-doubling-pair": lambda: strategy_scaling(

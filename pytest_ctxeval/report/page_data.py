@@ -28,7 +28,8 @@ from .drilldown import DrilldownData, plain_json, script_json
 # 0.5 MB of JSON for imported conversations), large enough that the texts and
 # fact tables the probes of one session share are stored once per chunk.
 CHUNK_ITEMS = 256
-# Fast, and on this data within a few percent of the best ratio.
+# On a LoCoMo-size run's drill-downs: 8 % larger than level 9 in half its
+# time, a third smaller than level 1.
 LEVEL = 6
 
 _BLOCK = re.compile(r'<script type="application/json" id="ctx-data">(.*?)</script>', re.S)
