@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,14 +72,22 @@ class Browser:
         assert self.remote == [], f"report loaded external resources: {self.remote}"
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
+@contextmanager
+def launched(**page_options: Any) -> Iterator[Browser]:
+    """Headless Chromium with one desktop-sized page, closed however the test ends."""
     with sync_api.sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            yield Browser(chromium.new_page(viewport={"width": 1280, "height": 860}))
+            page = chromium.new_page(viewport={"width": 1280, "height": 860}, **page_options)
+            yield Browser(page)
         finally:
             chromium.close()
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    with launched() as opened:
+        yield opened
 
 
 def visible_rows(page: Any) -> list[list[str]]:

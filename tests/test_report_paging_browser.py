@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from many_items import ITEMS, many_records
-from test_report_browser import ARGS, CHROMIUM, Browser, open_item
+from test_report_browser import CHROMIUM, Browser, launched, open_item
 
 from pytest_ctxeval.report.html import write_report
 from pytest_ctxeval.results.record import ResultRecord
@@ -40,13 +40,8 @@ def report(tmp_path: Path, records: list[ResultRecord]) -> Path:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = chromium.new_page(viewport={"width": 1280, "height": 860}, accept_downloads=True)
-            yield Browser(page)
-        finally:
-            chromium.close()
+    with launched(accept_downloads=True) as opened:
+        yield opened
 
 
 def row_ids(page: Any) -> list[tuple[str, str, str]]:

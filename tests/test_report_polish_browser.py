@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import CtxProject
-from test_report_browser import ARGS, CHROMIUM, GRID, OPS, Browser, filtered_to, open_item, rec
+from test_report_browser import CHROMIUM, GRID, OPS, Browser, filtered_to, launched, open_item, rec
 
 from pytest_ctxeval.report.html import write_report
 
@@ -28,13 +28,8 @@ STRATEGIES = "full,headtail,truncate,sliding(turns=2),sliding(turns=4)"
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = chromium.new_page(viewport={"width": 1280, "height": 860}, accept_downloads=True)
-            yield Browser(page)
-        finally:
-            chromium.close()
+    with launched(accept_downloads=True) as opened:
+        yield opened
 
 
 @pytest.fixture
