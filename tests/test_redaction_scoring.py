@@ -13,6 +13,7 @@ from conftest import output, read_jsonl
 from fake_openai_server import FakeOpenAIServer, error
 
 from pytest_ctxeval.redact import REDACTED, scrub
+from pytest_ctxeval.report.page_data import unpacked_text
 
 SK = "sk-proj-PlantedByTheScenario1234"
 BEARER = "Bearer planted0scenario0token0000"
@@ -72,8 +73,9 @@ def test_a_value_the_scenario_marks_secret_is_scored_but_never_shown(ctx):
     assert record["verdict"] == "pass"
     assert record["classification"] == "ok"
     assert REDACTED in record["answer"]
-    for path in (ctx.path / "reports" / "results.jsonl", ctx.path / "reports" / "ctxeval.html"):
-        assert "hunter2-vault" not in path.read_text(encoding="utf-8"), path
+    assert "hunter2-vault" not in (ctx.path / "reports" / "results.jsonl").read_text("utf-8")
+    report = (ctx.path / "reports" / "ctxeval.html").read_text("utf-8")
+    assert "hunter2-vault" not in unpacked_text(report)  # the drill-downs unpacked too
     assert "hunter2-vault" not in output(result)
 
 

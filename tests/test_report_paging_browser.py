@@ -159,3 +159,16 @@ def test_filters_and_sorting_cover_every_page_and_the_csv_every_row(
     assert sorted_csv[-1][5] == "not measured"  # sorts below every figure
     browser.remote = [u for u in browser.remote if not u.startswith("blob:")]
     browser.check_clean()
+
+
+def test_the_pager_fits_a_phone_screen(report: Path, browser: Browser) -> None:
+    page = browser.page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(report.as_uri(), wait_until="load")
+    assert page.is_visible("#pager")
+    box = page.locator("#pager").bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    assert not page.evaluate("document.documentElement.scrollWidth > window.innerWidth")
+    page.click("#page-next")
+    assert page.inner_text("#page-status").startswith("page 2 of 6")
+    browser.check_clean()

@@ -19,6 +19,7 @@ from pytest_ctxeval.report.page_data import (
     pack,
     read_page_data,
     unpack,
+    unpacked_text,
 )
 from pytest_ctxeval.results.record import ResultRecord
 
@@ -35,6 +36,15 @@ def test_a_chunk_packs_to_base64_and_back_unchanged() -> None:
     assert len(packed) < 1_000  # 5,000 x-es pack small
     assert unpack(packed) == {"texts": payload["texts"], "rate": None}
     assert pack(payload) == packed  # the same data, the same bytes
+
+
+def test_a_text_only_in_a_drilldown_is_found_once_unpacked(records: list[ResultRecord]) -> None:
+    # What the secret and redaction tests read: a plain search of the file
+    # would miss a window's text, packed away.
+    html_text = html.render_report(records[:3])
+    window = "window of conv-0/full/qa-01"
+    assert window not in html_text
+    assert window in unpacked_text(html_text)
 
 
 def test_row_n_of_the_table_is_item_n_of_the_packed_chunks(records: list[ResultRecord]) -> None:

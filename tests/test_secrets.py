@@ -28,6 +28,7 @@ from fake_openai_server import (
 from pytest_ctxeval.llm.cassettes import CassetteStore
 from pytest_ctxeval.llm.client import ModelClient, ModelError
 from pytest_ctxeval.redact import REDACTED, needs_scrub, scrub, scrub_data, scrub_json
+from pytest_ctxeval.report.page_data import unpacked_text
 from pytest_ctxeval.results.record import ResultRecord, sealed
 from pytest_ctxeval.results.store import ResultWriter
 
@@ -377,5 +378,5 @@ def test_a_key_in_any_error_text_stays_out_of_the_report_and_terminal(
     result = ctx.run("--ctx-strategy=leaky_strategy:Leaky", "--ctx-report=out/report.html")
     (record,) = ctx.results()
     assert record["error"] == f"strategy 'leaky' raised RuntimeError: cannot log in with {REDACTED}"
-    assert PLANTED not in (ctx.path / "out/report.html").read_text(encoding="utf-8")
+    assert PLANTED not in unpacked_text((ctx.path / "out/report.html").read_text(encoding="utf-8"))
     assert PLANTED not in output(result)

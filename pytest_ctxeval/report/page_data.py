@@ -85,6 +85,14 @@ def read_page_data(html: str) -> dict[str, Any]:
     return data
 
 
+def unpacked_text(html: str) -> str:
+    """The report's HTML followed by its drill-downs unpacked, as JSON: all
+    the page can show, for a check that a text is nowhere in it (a packed
+    chunk hides its texts from a plain search of the file)."""
+    details = read_page_data(html)["details"]
+    return html + "\n" + json.dumps(details, ensure_ascii=False)
+
+
 def drilldown_items(data: dict[str, Any]) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
     """Each item's drill-down in row order, with the chunk its references
     (texts, windows, facts) point into."""
