@@ -26,7 +26,8 @@ class FullStrategy(TracksUnchangedPrefix, BaseStrategy):
     def revise(self, index: int, message: Message) -> None:
         super().revise(index, message)
         self._changed(index)
-        self._revised.append(index)
+        if index < len(self._lent):  # the rest come with the lent list's new tail
+            self._revised.append(index)
 
     def window(self) -> Window:
         # A new list, so a caller appending to the window cannot change history.

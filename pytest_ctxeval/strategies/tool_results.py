@@ -71,8 +71,14 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
         for index in self._results[self._condensed_upto : whole_from]:
             self._shown[index] = self.condense(index, self.history[index])
             self._changed(index)
-            self._relent.append(index)
+            self._mark_relent(index)
         self._condensed_upto = max(self._condensed_upto, whole_from)
+
+    def _mark_relent(self, index: int) -> None:
+        # Only positions the lent list already holds: the rest come with its
+        # new tail, and a strategy that never lends keeps no list of them.
+        if index < len(self._lent):
+            self._relent.append(index)
 
     def revise(self, index: int, message: Message) -> None:
         super().revise(index, message)
@@ -80,7 +86,7 @@ class ToolResultStrategy(TracksUnchangedPrefix, BaseStrategy):
         condensed = position < self._condensed_upto and self._results[position] == index
         self._shown[index] = self.condense(index, message) if condensed else message
         self._changed(index)
-        self._relent.append(index)
+        self._mark_relent(index)
 
     def end_session(self) -> None:
         super().end_session()
