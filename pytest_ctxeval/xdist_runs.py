@@ -58,6 +58,18 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
             biggest_first(self.workqueue, self._session_size)
         super()._assign_work_unit(node)
 
+    def _reschedule(self, node: Any) -> None:
+        # A replacement worker is known from its start but can only be sent
+        # items once its collection is in.  Handed a run before that (when
+        # another worker crashes and its runs go back to the queue), the run
+        # would be booked to it but never sent: xdist's crash handling stops
+        # at the missing collection, the crashed item gets no record, and the
+        # run ends in an internal error.  It gets its work when its
+        # collection arrives, as every worker then does.
+        if node not in self.registered_collections:
+            return
+        super()._reschedule(node)
+
     def remove_node(self, node: Any) -> str | None:
         """As ``--dist load`` does: the item a crashed worker was running is
         reported as crashed and not run again (scope scheduling would hand

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from types import SimpleNamespace
+
+import pytest
 
 from pytest_ctxeval.xdist_runs import biggest_first, scenario_scope
 
@@ -115,3 +118,46 @@ def test_under_xdist_a_long_scenario_does_not_wait_for_the_short_ones(ctx) -> No
     # free after the short ones: never the first a worker runs.
     [worker] = [worker for worker, scenarios in ran.items() if "long" in scenarios]
     assert ran[worker][0] == "long", dict(ran)
+
+
+class _Worker:
+    """What the scheduler sees of an xdist worker: the items it is sent."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent.extend(indices)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def test_a_crash_while_a_replacement_worker_is_still_collecting_loses_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    # The order of xdist's events when a worker dies while its replacement
+    # is still collecting: the crashed worker's runs go back to the queue
+    # before the replacement can be sent any of them.
+    from pytest_ctxeval.xdist_runs import ScenarioScheduling
+
+    config = pytester.parseconfig("--tx", "2*popen")
+    items = [f"s/{s}.yaml::{s}::{p}[full]" for s in ("a", "b") for p in ("x", "y", "z")]
+    sched = ScenarioScheduling(config, None, lambda nodeid: nodeid.endswith("]"))
+    first, second = _Worker("gw0"), _Worker("gw1")
+    for worker in (first, second):
+        sched.add_node(worker)
+        sched.add_node_collection(worker, items)
+    sched.schedule()
+    assert first.sent == [0, 1, 2] and second.sent == [3, 4, 5]
+    sched.mark_test_complete(first, 0)  # gw0 then dies running its second item
+    replacement = _Worker("gw2")
+    sched.add_node(replacement)  # started, its collection not in yet
+    crashed = sched.remove_node(first)  # xdist's crash handling
+    assert crashed == "s/a.yaml::a::y[full]"
+    assert replacement.sent == []  # nothing booked to a worker that cannot be sent it
+    sched.add_node_collection(replacement, items)
+    sched.schedule()
+    assert replacement.sent == [2]  # the rest of the crashed worker's run
