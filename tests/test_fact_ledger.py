@@ -74,6 +74,16 @@ def test_the_ledger_keeps_runs_of_states_and_the_compactions() -> None:
     assert ledger.compactions == [3]
 
 
+def test_probes_share_one_copy_of_the_ledger_and_later_requests_leave_it_alone() -> None:
+    ledger = FactLedger([PORT])
+    ledger.observe(said(PORT.text))
+    runs, compactions = ledger.as_of_now()
+    assert ledger.as_of_now()[0] is runs  # no request since: the same copy
+    ledger.observe(said("nothing here"), compacted=True)
+    assert runs == {"db-port": [["verbatim", 1]]} and compactions == []
+    assert ledger.as_of_now() == ({"db-port": [["verbatim", 1], ["gone", 1]]}, [2])
+
+
 def _update_project(ctx: CtxProject) -> None:
     ctx.write("scenarios/summary-drift-update.yaml", UPDATE.read_text(encoding="utf-8"))
     shutil.copytree(UPDATE_CASSETTES, ctx.path / "cassettes")

@@ -164,6 +164,35 @@ def test_a_sealed_record_is_scrubbed_only_where_a_secret_may_be(
         assert REDACTED in (sealed(failed).error or ""), text
 
 
+def test_a_records_line_is_pydantics_json_dump_and_sealing_copies_what_it_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_ctxeval.results.store import record_json
+
+    monkeypatch.setenv("ACME_API_KEY", ESCAPED_KEY)
+    fields = {"scenario": "s", "strategy": "full", "model": "m", "probe": "p", "verdict": "pass"}
+    judge = {"score": 1.0, "reason": "x" * 20_000}
+    record = ResultRecord(
+        **fields,
+        classification="ok",
+        pass_rate_interval=(0.5, 1.0),
+        cost_usd=float("inf"),
+        judge=judge,
+        window_trace=[{"role": "user", "state": "kept", "tokens": 3}],
+        fact_ledger={"f": [["verbatim", 2]]},  # an extra
+        counts={1: (1, 2)},  # an extra JSON writes with a string key
+    )
+    pydantic = scrub_json(record.model_dump(mode="json"))
+    assert record_json(record) == pydantic
+    record.seen = {"a"}  # a set: written through pydantic's dump
+    assert json.loads(record_json(record))["seen"] == ["a"]
+    leaky = ResultRecord(**fields, classification="ok", answer=f"key {ESCAPED_KEY}")
+    assert ESCAPED_KEY not in record_json(leaky)
+    out = sealed(record)
+    assert len(out.judge["reason"]) < len(judge["reason"])  # capped in the sealed record
+    assert len(record.judge["reason"]) == 20_000  # not in the original record
+
+
 def test_the_lookalike_letters_are_all_that_re_takes_for_ascii_letters() -> None:
     """The quick look folds these four to ASCII before it searches; a fifth
     that re, ignoring case, matched to a letter would slip past it."""

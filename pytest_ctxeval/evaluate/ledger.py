@@ -48,6 +48,10 @@ class FactLedger:
     _held: dict[int, tuple[Any, frozenset[tuple[str, int]]]] = field(
         default_factory=dict, repr=False
     )
+    # (requests, runs, compactions) as of that many requests (as_of_now).
+    _copy: tuple[int, dict[str, list[list[str | int]]], list[int]] | None = field(
+        default=None, repr=False
+    )
 
     def observe(self, window: Window, *, compacted: bool = False) -> dict[str, str]:
         self.requests += 1
@@ -72,6 +76,15 @@ class FactLedger:
                 runs.append([state, 1])
         return states
 
+    def as_of_now(self) -> tuple[dict[str, list[list[str | int]]], list[int]]:
+        """A copy of the runs and the compaction requests, made once per state
+        of the ledger: every probe of a session records the same ledger, and
+        records only read it."""
+        if self._copy is None or self._copy[0] != self.requests:
+            runs = {fact: [list(run) for run in runs] for fact, runs in self.runs.items()}
+            self._copy = (self.requests, runs, list(self.compactions))
+        return self._copy[1], self._copy[2]
+
     def count(self, state: str) -> int:
         """How many facts were in ``state`` after at least one request."""
         return sum(1 for runs in self.runs.values() if any(r[0] == state for r in runs))
@@ -81,8 +94,7 @@ def put_ledger(record: Any, ledger: FactLedger) -> None:
     """The ledger's record fields: ``fact_ledger`` (per fact, runs of
     [state, requests]) and ``compaction_requests``; extras, so records of
     scenarios without facts are unchanged."""
-    record.fact_ledger = {fact: [list(run) for run in runs] for fact, runs in ledger.runs.items()}
-    record.compaction_requests = list(ledger.compactions)
+    record.fact_ledger, record.compaction_requests = ledger.as_of_now()
 
 
 def fact_states(

@@ -195,7 +195,7 @@ class ResultRecord(BaseModel):
 def sealed(record: ResultRecord) -> ResultRecord:
     """``record`` as it may be stored and shown: every string scrubbed of
     secrets (see ``redact``) and the answer texts and errors capped."""
-    data = record.model_dump()
+    data = record_data(record)
     for name in ("answer", "ground_truth_answer"):
         data[name] = cap_text(data[name], MAX_RECORD_ANSWER_CHARS)
     for name in ("answers", "ground_truth_answers"):
@@ -205,7 +205,8 @@ def sealed(record: ResultRecord) -> ResultRecord:
         data[name] = cap_text(data[name], MAX_RECORD_TEXT_CHARS)
     data["failed_checks"] = [cap_text(c, MAX_RECORD_TEXT_CHARS) for c in data["failed_checks"]]
     if data["judge"] is not None and isinstance(data["judge"].get("reason"), str):
-        data["judge"]["reason"] = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
+        reason = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
+        data["judge"] = {**data["judge"], "reason": reason}  # the record's own dict stays as it is
     if needs_scrub(data):
         data = scrub_data(data)
     # Errors quote servers and exceptions: keys there go by their shape too.
@@ -214,3 +215,11 @@ def sealed(record: ResultRecord) -> ResultRecord:
             data[name] = scrub(data[name])
     data["failed_checks"] = [scrub(c) for c in data["failed_checks"]]
     return ResultRecord.model_validate(data)
+
+
+def record_data(record: ResultRecord) -> dict[str, Any]:
+    """The record's fields and extras as a dict, its values the record's own
+    objects (not copies): a record is a few thousand values (its window trace,
+    its fact ledger), and dumping it through pydantic copies every one of
+    them.  Callers read it, or build new values; none changes it in place."""
+    return {**record.__dict__, **(record.__pydantic_extra__ or {})}
