@@ -48,6 +48,7 @@ class FactLedger:
     _held: dict[int, tuple[Any, frozenset[tuple[str, int]]]] = field(
         default_factory=dict, repr=False
     )
+    _plan: _Plan | None = field(default=None, repr=False)
     # (requests, runs, compactions) as of that many requests (as_of_now).
     _copy: tuple[int, dict[str, list[list[str | int]]], list[int]] | None = field(
         default=None, repr=False
@@ -57,17 +58,19 @@ class FactLedger:
         self.requests += 1
         if compacted:
             self.compactions.append(self.requests)
-        key = tuple(self.facts)
+        plan = self._plan
+        if plan is None or plan.facts != self.facts:
+            plan = self._plan = _Plan.of(self.facts, self.coincidental)
         seen: set[tuple[str, int]] = set()
         for message in window.messages:
             held = self._held.get(id(message))
             if held is None or held[0] is not message:
-                found = [_found(t, key) for t in message_texts(message)]
+                found = [_found(t, plan.key) for t in message_texts(message)]
                 held = self._held[id(message)] = (message, frozenset().union(*found))
             seen.update(held[1])
         for text in tools_texts(window.tools):
-            seen.update(_found(text, key))
-        states = _states(self.facts, window, seen, self.coincidental, lambda: _texts(window))
+            seen.update(_found(text, plan.key))
+        states = _states(plan, window, seen, lambda: _texts(window))
         for fact_id, state in states.items():
             runs = self.runs.setdefault(fact_id, [])
             if runs and runs[-1][0] == state:
@@ -106,43 +109,85 @@ def fact_states(
     distinct text and fact list: a session's requests share nearly all their
     messages, so a ledger over N requests costs about one pass over the
     session's texts, not N passes over growing windows."""
-    key = tuple(facts)
+    plan = _Plan.of(facts, coincidental or {})
     seen: set[tuple[str, int]] = set()
     texts = _texts(window)
     for text in texts:
-        seen.update(_found(text, key))
-    return _states(facts, window, seen, coincidental, lambda: texts)
+        seen.update(_found(text, plan.key))
+    return _states(plan, window, seen, lambda: texts)
 
 
 def _texts(window: Window) -> list[str]:
     return [t for m in window.messages for t in message_texts(m)] + tools_texts(window.tools)
 
 
+class _FactKey(tuple):  # type: ignore[type-arg]
+    """The facts as ``_found``'s cache key, hashed once: a session asks it
+    for every text of every request, and a tuple of facts hashes each fact's
+    fields on every look-up."""
+
+    _hash: int
+
+    def __new__(cls, facts: list[Fact]) -> _FactKey:
+        key = super().__new__(cls, facts)
+        key._hash = tuple.__hash__(key)
+        return key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@dataclass(frozen=True)
+class _FactRule:
+    """What ``_found`` marks for one fact: its pieces, and its answers that
+    count (not the scenario's coincidental ones)."""
+
+    fact: Fact
+    pieces: frozenset[tuple[str, int]]
+    answers: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """The facts of a ledger, read once: its cache key and each fact's rule."""
+
+    facts: list[Fact]
+    key: _FactKey
+    rules: tuple[_FactRule, ...]
+
+    @classmethod
+    def of(cls, facts: list[Fact], coincidental: dict[str, frozenset[str]]) -> _Plan:
+        rules = []
+        for fact in facts:
+            ignored = coincidental.get(fact.id, frozenset())
+            pieces = frozenset((fact.id, i) for i in range(len(fact.pieces())))
+            answers = frozenset(
+                (fact.id, -1 - i) for i, a in enumerate(fact.answers) if a not in ignored
+            )
+            rules.append(_FactRule(fact, pieces, answers))
+        return cls(list(facts), _FactKey(facts), tuple(rules))
+
+
 def _states(
-    facts: list[Fact],
+    plan: _Plan,
     window: Window,
     seen: set[tuple[str, int]],
-    coincidental: dict[str, frozenset[str]] | None,
     texts: Callable[[], list[str]],
 ) -> dict[str, str]:
-    key = tuple(facts)
     stored: set[tuple[str, int]] = set()
     for text in window.retrievable:
-        stored.update(_found(text, key))
+        stored.update(_found(text, plan.key))
+    either = seen | stored if stored else seen
     states: dict[str, str] = {}
-    for fact in facts:
-        pieces = range(len(fact.pieces()))
-        ignored = coincidental.get(fact.id, frozenset()) if coincidental else frozenset()
-        answers = [-1 - i for i, a in enumerate(fact.answers) if a not in ignored]
-        if all((fact.id, p) in seen for p in pieces):
+    for rule in plan.rules:
+        fact = rule.fact
+        if rule.pieces <= seen:
             states[fact.id] = "verbatim"
-        elif any((fact.id, a) in seen for a in answers):
+        elif not rule.answers.isdisjoint(seen):
             states[fact.id] = "transformed"
-        elif _slot_mutated(fact, texts):
+        elif fact.slot is not None and _slot_mutated(fact, texts):
             states[fact.id] = "mutated"
-        elif all((fact.id, p) in seen or (fact.id, p) in stored for p in pieces) or any(
-            (fact.id, a) in stored for a in answers
-        ):
+        elif rule.pieces <= either or not rule.answers.isdisjoint(stored):
             states[fact.id] = "in_store"
         else:
             states[fact.id] = "gone"
