@@ -19,29 +19,51 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from ..gate.baseline import Key, record_key
 from ..gate.compare import Scope
 from ..results.record import ResultRecord
+
+
+class _Earlier(BaseModel):
+    """What the merge rule reads of an earlier record.  The rest of its line
+    (its window trace, its fact ledger: nearly all of it) is parsed only when
+    the record is kept, and a full run keeps none."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    scenario: str
+    scenario_file: str = ""
+    strategy: str
+    model: str
+    probe: str
+    repeat: int = 1
+
+    @property
+    def key(self) -> Key:
+        return (self.scenario_file, self.scenario, self.strategy, self.probe)
 
 
 class PreviousResults:
     """The latest results as they were before this run started writing."""
 
     def __init__(self) -> None:
-        self.records: list[ResultRecord] = []
+        # Each earlier record as what the rule reads and its line.
+        self.earlier: list[tuple[_Earlier, bytes]] = []
         self.kept = 0
 
     def read(self, path: Path) -> None:
         """Read ``path`` before this run truncates it; a file that is missing
         or unreadable merges nothing (the run then replaces it, as always)."""
-        from ..results.store import load_results
-
         if path.is_symlink() or not path.is_file():
             return
         try:
-            self.records = load_results(path)
+            with path.open("rb") as fh:
+                lines = [line for line in fh if line.strip()]
+            self.earlier = [(_Earlier.model_validate_json(line), line) for line in lines]
         except (OSError, ValueError):
-            self.records = []
+            self.earlier = []
 
     def merged(
         self, records: list[ResultRecord], *, model: str, repeat: int, root: Path
@@ -49,7 +71,7 @@ class PreviousResults:
         """This run's records with the earlier ones that still stand, in the
         earlier file's order with this run's in their places, new ones last."""
         self.kept = 0
-        if not self.records or not records:
+        if not self.earlier or not records:
             return list(records)
         from ..gate.completeness import scenario_scope
 
@@ -58,17 +80,21 @@ class PreviousResults:
         mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
         out: list[ResultRecord] = []
         placed: set[Key] = set()
-        for old in self.records:
-            key = record_key(old)
-            if key in placed:
-                continue
-            if key in mine:
-                out.append(mine[key])
-                placed.add(key)
-            elif old.model == model and old.repeat == repeat and stands(key):
-                out.append(old)
-                placed.add(key)
-                self.kept += 1
+        try:
+            for old, line in self.earlier:
+                key = old.key
+                if key in placed:
+                    continue
+                if key in mine:
+                    out.append(mine[key])
+                    placed.add(key)
+                elif old.model == model and old.repeat == repeat and stands(key):
+                    out.append(ResultRecord.model_validate_json(line))
+                    placed.add(key)
+                    self.kept += 1
+        except ValueError:  # an earlier line that is not a record: merge nothing
+            self.kept = 0
+            return list(records)
         out.extend(r for r in records if record_key(r) not in placed)
         return out
 
