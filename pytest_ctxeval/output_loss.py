@@ -78,6 +78,11 @@ class RunOutputs:
         writer.close()
         return True
 
+    def holds_every_record(self) -> bool:
+        """Whether the results file holds every record of the run, each whole:
+        nothing about it was lost (a failed write, a failed rewrite)."""
+        return not any(loss.path == self.results for loss in self.losses)
+
     def lost(self, path: Path | None, what: str, exc: OSError) -> None:
         self.losses.append(OutputLoss(path or Path("?"), what, exc))
 

@@ -51,11 +51,16 @@ def append_text(path: Path, text: str) -> None:
 def replace_text(path: Path, text: str) -> None:
     """Write ``text`` to a new file next to ``path`` and rename it over
     ``path``: all of it or, on failure (a full disk), the old file as it was."""
+    replace_bytes(path, utf8(text))
+
+
+def replace_bytes(path: Path, data: bytes) -> None:
+    """``replace_text`` for bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
-            write_all(fd, utf8(text))
+            write_all(fd, data)
         finally:
             os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())

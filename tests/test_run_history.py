@@ -216,3 +216,39 @@ def test_a_rollout_item_is_kept_while_its_scenario_is_there(ctx: CtxProject) -> 
     assert ctx.run("--ctx-strategy=full", "--ctx-fail-on=never").ret == pytest.ExitCode.OK
     assert ctx.run("--ctx-strategy=full", "-k", "short").ret == pytest.ExitCode.OK
     assert ("live", "rollout") in {(r["scenario"], r["probe"]) for r in ctx.results()}
+
+
+def test_the_history_keeps_every_record_even_when_the_results_file_lost_some(
+    tmp_path: Path,
+) -> None:
+    from types import SimpleNamespace
+
+    from pytest_ctxeval.history.options import HistoryOptions
+    from pytest_ctxeval.history.run import RunHistory
+    from pytest_ctxeval.output_loss import RunOutputs
+    from pytest_ctxeval.results.record import ResultRecord
+    from pytest_ctxeval.results.run_info import RunInfo
+
+    results = tmp_path / "reports" / "results.jsonl"
+    results.parent.mkdir()
+    fields = {"scenario": "s", "strategy": "full", "model": "m", "verdict": "pass"}
+    records = [ResultRecord(**fields, probe=f"p{i}", classification="ok") for i in range(3)]
+    run = SimpleNamespace(results=results, model="m", repeat=1, shard=None)
+
+    def kept(run_id: str, lose_after: int | None) -> list[str]:
+        outputs = RunOutputs(results)
+        for number, record in enumerate(records):
+            if number == lose_after:
+                outputs._lose_results(OSError(27, "File too large"))  # as a full disk would
+            outputs.write(record)
+        outputs.close()
+        history = RunHistory(HistoryOptions(), run, root=tmp_path)  # type: ignore[arg-type]
+        info = RunInfo(plugin_version="0", git_commit=None, started_at="2026-12-02", run_id=run_id)
+        history.keep(records, info, {}, outputs)
+        assert history.saved is not None
+        return [r["probe"] for r in read_jsonl(history.saved / "results.jsonl")]
+
+    assert kept("whole", None) == ["p0", "p1", "p2"]  # the results file, copied
+    assert (tmp_path / "reports/runs/whole/results.jsonl").read_bytes() == results.read_bytes()
+    assert kept("torn", 1) == ["p0", "p1", "p2"]  # not the file: it holds p0 only
+    assert [r["probe"] for r in read_jsonl(results)] == ["p0"]

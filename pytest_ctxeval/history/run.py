@@ -67,8 +67,11 @@ class RunHistory:
         outputs: RunOutputs,
     ) -> None:
         """``save``, noting the folder in ``written`` or a failure in ``outputs``."""
+        # The results file holds ``records`` (this run's, and the earlier
+        # ones a partial rerun kept) unless a write to it failed.
+        results = self.results if outputs.holds_every_record() else None
         try:
-            saved = self.save(records, run_info, written.get("report"))
+            saved = self.save(records, run_info, written.get("report"), results_file=results)
         except OSError as exc:
             from .store import runs_folder
 
@@ -78,7 +81,12 @@ class RunHistory:
             written["run history"] = saved
 
     def save(
-        self, records: list[ResultRecord], run_info: RunInfo, report: Path | None
+        self,
+        records: list[ResultRecord],
+        run_info: RunInfo,
+        report: Path | None,
+        *,
+        results_file: Path | None = None,
     ) -> Path | None:
         """Keep this run under runs/<run_id>/ (OSError when that fails)."""
         from .store import marker_text, runs_folder, save_run
@@ -98,6 +106,7 @@ class RunHistory:
             report=report,
             marker=marker,
             keep=self.options.keep_runs,
+            results_file=results_file,
         )
         return self.saved
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results.record import ResultRecord
-from ..safe_files import replace_text
+from ..safe_files import replace_bytes, replace_text
 
 RUNS_FOLDER = "runs"
 MARKER = "ctxeval-run.json"
@@ -121,17 +121,23 @@ def save_run(
     report: Path | None,
     marker: str,
     keep: int,
+    results_file: Path | None = None,
 ) -> Path | None:
     """Keep this run under ``folder/<run_id>/`` and prune to ``keep`` runs;
     the run's folder, or None when ``keep`` is 0.  OSError when a file cannot
-    be written (``folder`` a symbolic link is refused: ELOOP)."""
+    be written (``folder`` a symbolic link is refused: ELOOP).  ``results_file``:
+    a file that holds ``records`` already, line for line, to copy."""
     if folder.is_symlink():
         raise OSError(40, "the run history folder is a symbolic link", str(folder))
     if keep <= 0:
         prune(folder, 0)
         return None
     mine = folder / run_id
-    write_records(mine / RESULTS_NAME, records)
+    if results_file is not None and not results_file.is_symlink():
+        # The run's results file holds these very records: copied, not written again.
+        replace_bytes(mine / RESULTS_NAME, results_file.read_bytes())
+    else:
+        write_records(mine / RESULTS_NAME, records)
     if report is not None and report.is_file():
         replace_text(mine / REPORT_NAME, report.read_text(encoding="utf-8"))
     # Last: a folder is listed as a run only once everything is in it.
