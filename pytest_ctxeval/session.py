@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .kept_objects import FREEZE_EVERY_RECORDS, keep_out_of_full_collections
 from .options import CtxOptions
 
 if TYPE_CHECKING:
@@ -352,4 +353,6 @@ class CtxSession:
             record.shard = "{}/{}".format(*self.options.shard)
         self.records.append(record)
         self.outputs.write(record)
+        if len(self.records) % FREEZE_EVERY_RECORDS == 0:
+            keep_out_of_full_collections()
         return record

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from inline_scenarios import parse_inline
 
 from pytest_ctxeval.evaluate.survival import fact_survival
@@ -199,3 +200,26 @@ def test_each_window_is_judged_by_what_it_shows_now() -> None:
     # The same text with other coincidental answers is judged again.
     window = Window(messages=[user("Staging listens on 5433."), PROBE])
     assert fact_survival([PORT], window, coincidental={"port": {"5433"}})["port"] == "gone"
+
+
+def test_probes_asked_strategy_by_strategy_or_probe_by_probe_judge_each_window_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_ctxeval.evaluate import survival
+
+    judged: list[str] = []
+    real = survival._state
+
+    def counting(fact, seen, coincidental):  # type: ignore[no-untyped-def]
+        judged.append(seen.visible)
+        return real(fact, seen, coincidental)
+
+    monkeypatch.setattr(survival, "_state", counting)
+    # Eight strategies' windows of one session, each probe asked under all of
+    # them in turn (xdist runs a scenario's items in collection order).
+    shown = [user(f"Strategy {n}: STAGING_PORT = 5433.") for n in range(8)]
+    windows = [Window(messages=[message, PROBE]) for message in shown]
+    for _probe in range(5):
+        for window in windows:
+            assert fact_survival([PORT], window)["port"] == "verbatim"
+    assert len(judged) == 8

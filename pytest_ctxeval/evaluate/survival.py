@@ -59,22 +59,29 @@ class _Seen:
         self.states: dict[int, tuple[Fact, Survival]] = {}
 
 
-_last_seen: list[_Seen] = []  # the latest window's: the probes of one session share it
+# The windows read last, by what they show: the probes of one session under
+# one strategy share theirs, and a scenario's items may come strategy by
+# strategy or probe by probe (xdist hands them out in collection order).
+_recent: dict[tuple[int, str, str], _Seen] = {}
+RECENT_WINDOWS = 16
 
 
 def _seen_in(window: Window, coincidental: Mapping[str, Set[str]] | None) -> _Seen:
     """The probes of a session under a strategy that shows them the same
     history read the same text: each fact is judged once for that text (the
-    phrase searches are the cost; comparing the texts is a memcmp)."""
+    phrase searches are the cost; finding the text again is a hash and a
+    memcmp)."""
     texts = [t for m in window.messages[:-1] for t in message_texts(m)]
     visible = normalise("\n".join(texts + tools_texts(window.tools)))
     stored = normalise("\n".join(window.retrievable))
-    if _last_seen:
-        last = _last_seen[0]
-        if last.coincidental is coincidental and last.visible == visible and last.stored == stored:
-            return last
-    _last_seen[:] = [_Seen(coincidental, visible, stored)]
-    return _last_seen[0]
+    key = (id(coincidental), visible, stored)
+    seen = _recent.get(key)
+    if seen is not None and seen.coincidental is coincidental:
+        return seen
+    if len(_recent) >= RECENT_WINDOWS:
+        del _recent[next(iter(_recent))]  # the oldest
+    seen = _recent[key] = _Seen(coincidental, visible, stored)
+    return seen
 
 
 def _state(fact: Fact, seen: _Seen, coincidental: Mapping[str, Set[str]] | None) -> Survival:
