@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .history.run import RunHistory
     from .results.record import ResultRecord
     from .results.run_info import RunInfo
+    from .results.shared_values import SharedValues
     from .run_lock import RunLock
     from .strategies.registry import StrategySpec
 
@@ -47,6 +48,8 @@ class CtxSession:
     started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     run_id: str = ""
     records: list[ResultRecord] = field(default_factory=list)
+    # What the kept records of a session share, kept once (made with the first record).
+    shared: SharedValues | None = None
     # Without xdist: the record of each item just run, by node id, for the
     # controller hooks in this same process (no trip through JSON).
     local_records: dict[str, ResultRecord] = field(default_factory=dict)
@@ -351,8 +354,13 @@ class CtxSession:
         self.run_info.stamp(record)
         if self.options.shard is not None:
             record.shard = "{}/{}".format(*self.options.shard)
-        self.records.append(record)
         self.outputs.write(record)
+        if self.shared is None:
+            from .results.shared_values import SharedValues
+
+            self.shared = SharedValues()
+        self.shared.share(record)  # after writing: the same record, held in less memory
+        self.records.append(record)
         if len(self.records) % FREEZE_EVERY_RECORDS == 0:
             keep_out_of_full_collections()
         return record

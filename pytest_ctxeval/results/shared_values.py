@@ -1,0 +1,46 @@
+"""The records of one session repeat what belongs to the session: its
+per-request series, its fact ledger, and (for probes that see the same
+window) the state of every fact.  Read back from JSON (an xdist worker's
+record, a results file), each record holds a copy of its own: on a
+LoCoMo-size run some 250 KB of objects per record, 4.6 GB in all on the
+controller.  A run keeps each of those values once per session: a record
+whose value equals the one the session's previous record kept gets that
+object instead.  Records are read, never changed in place, once kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .record import ResultRecord
+
+# The fields a session's records share, most of a record's size.
+SHARED_FIELDS = (
+    "fact_ledger",
+    "fact_survival",
+    "session_requests",
+    "session_prompt_tokens",
+    "compaction_requests",
+    "cache_breaks",
+)
+
+
+class SharedValues:
+    def __init__(self) -> None:
+        # Per session (scenario file, scenario, strategy): the values kept last.
+        self._kept: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def share(self, record: ResultRecord) -> None:
+        """Point ``record``'s shareable fields at the values its session kept,
+        where they are equal."""
+        kept = self._kept.setdefault((record.scenario_file, record.scenario, record.strategy), {})
+        for name in SHARED_FIELDS:
+            value = getattr(record, name, None)
+            if not value:
+                continue
+            before = kept.get(name)
+            if before is value:
+                continue
+            if before is not None and type(before) is type(value) and before == value:
+                setattr(record, name, before)
+            else:
+                kept[name] = value
