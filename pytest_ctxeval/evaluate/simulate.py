@@ -75,6 +75,9 @@ class SessionTrace:
     counter: StrategyCallCounter | None = field(default=None, repr=False)
     # The provider's prompt cache after the session's requests: the probe reads from it.
     cache: PromptCache | None = field(default=None, repr=False)
+    # A record's session fields, worked out once per state of this trace
+    # (see session_costs.fill_session_fields): (state, fields).
+    session_fields: tuple[tuple[Any, ...], dict[str, Any]] | None = field(default=None, repr=False)
 
     def snapshot(self) -> SessionTrace:
         """This trace as it stands, with a fork of the strategy."""
@@ -84,6 +87,7 @@ class SessionTrace:
             requests=list(self.requests),
             forks={},
             cache=self.cache.fork() if self.cache is not None else None,
+            session_fields=None,
         )
 
     def counting_into(self) -> SessionTrace:
