@@ -20,6 +20,7 @@ from pytest_ctxeval.evaluate.window_trace import (
     window_trace,
 )
 from pytest_ctxeval.llm.tokens import message_tokens, tools_tokens
+from pytest_ctxeval.probe_session import ProbeSession
 from pytest_ctxeval.report import run_info
 from pytest_ctxeval.report.drilldown import script_json, word_diff
 from pytest_ctxeval.report.outcomes import pytest_outcome
@@ -44,9 +45,21 @@ def chat(*texts: str) -> list[dict[str, Any]]:
 
 
 def trace(session: list[dict[str, Any]], sent: list[dict[str, Any]], tools: Any = ()) -> list:
-    return window_trace(
+    found = window_trace(
         session, sent, tools, message_tokens=message_tokens, tools_tokens=tools_tokens
     )
+    # The harness traces against a ProbeSession, whose history is indexed once
+    # for all probes: the same trace, indexed or not.
+    history = session[:-1]
+    for _ in range(2):
+        probed = ProbeSession(history, session[-1])
+        assert (
+            window_trace(
+                probed, sent, tools, message_tokens=message_tokens, tools_tokens=tools_tokens
+            )
+            == found
+        )
+    return found
 
 
 def marks(parts: list[dict[str, Any]]) -> list[str]:

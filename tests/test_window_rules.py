@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from work_count import growth
 
+from pytest_ctxeval.probe_session import ProbeSession
 from pytest_ctxeval.strategies.base import Message, Window
 from pytest_ctxeval.strategies.compaction import CompactionStrategy
 from pytest_ctxeval.strategies.invariants import oracle_context
@@ -51,8 +52,23 @@ SESSION: list[Message] = [
 ]
 
 
+# Each session's history as one list object, as a conversation's is: the
+# harness checks a probe's window against a ProbeSession, whose history the
+# rules index once for all probes.
+_HISTORIES: dict[int, tuple[list[Message], list[Message]]] = {}
+
+
 def violations(messages: list[Message], session: list[Message] = SESSION, **kw: Any) -> list[str]:
-    return window_violations(session, Window(messages=messages), **kw)
+    found = window_violations(session, Window(messages=messages), **kw)
+    if session:
+        held = _HISTORIES.get(id(session))
+        if held is None or held[0] is not session:  # the session held: its id stays its own
+            held = _HISTORIES[id(session)] = (session, session[:-1])
+        history = held[1]
+        probed = ProbeSession(history, session[-1])
+        assert window_violations(probed, Window(messages=messages), **kw) == found
+        assert window_violations(probed, Window(messages=messages), **kw) == found  # indexed
+    return found
 
 
 def rules(found: list[str]) -> set[str]:

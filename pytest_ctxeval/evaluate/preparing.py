@@ -10,6 +10,7 @@ from typing import Any
 from ..llm.cassettes import CallContext, call_context
 from ..llm.client import ModelClient
 from ..llm.tokens import message_tokens, shared_prefix_tokens, tools_tokens, window_tokens
+from ..probe_session import ProbeSession
 from ..results.run_info import strategy_params
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.base import fork_strategy
@@ -61,7 +62,10 @@ class Preparing:
         except Exception as exc:  # a strategy bug is this item's error, not the run's
             record.error = f"strategy {spec.name!r} raised {type(exc).__name__}: {exc}"
             return item
-        given = [*history(conversation, probe), {"role": "user", "content": probe.question}]
+        # What the full context would send: the history, then the question.
+        given = ProbeSession(
+            history(conversation, probe), {"role": "user", "content": probe.question}
+        )
         record.window_trace = window_trace(
             given,
             window.messages,

@@ -30,16 +30,17 @@ copied.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..probe_session import ProbeSession, indexed
 from .base import Message, Window, content_text, tool_call_ids
 
 RULES = ("current-message", "system-prompt", "order", "tool-pairs")
 
 
 def window_violations(
-    session: list[Message], window: Window, *, keep_system: bool = True
+    session: Sequence[Message], window: Window, *, keep_system: bool = True
 ) -> list[str]:
     """Every broken rule, as ``"rule: detail"``; empty when the window is sound.
 
@@ -68,7 +69,7 @@ def keeps_system_prompt(params: Mapping[str, Any]) -> bool:
     return keeps_system_prompt(inner) if isinstance(inner, Mapping) else True
 
 
-def _current_message(session: list[Message], shown: list[Message]) -> list[str]:
+def _current_message(session: Sequence[Message], shown: list[Message]) -> list[str]:
     if not session:
         return []
     current = session[-1]
@@ -91,7 +92,7 @@ def _current_message(session: list[Message], shown: list[Message]) -> list[str]:
     return [f"current-message: the current {role} message is not the window's last message"]
 
 
-def _system_prompt(session: list[Message], shown: list[Message]) -> list[str]:
+def _system_prompt(session: Sequence[Message], shown: list[Message]) -> list[str]:
     if not session or session[0].get("role") != "system":
         return []
     head = shown[0] if shown else {}
@@ -115,14 +116,34 @@ def _key(message: Message) -> tuple[Any, ...]:
     )
 
 
-def _order(session: list[Message], shown: list[Message]) -> list[str]:
+def _positions(messages: Sequence[Message]) -> dict[tuple[Any, ...], list[int]]:
     at: dict[tuple[Any, ...], list[int]] = {}
-    for index, message in enumerate(session):
+    for index, message in enumerate(messages):
         at.setdefault(_key(message), []).append(index)
+    return at
+
+
+def _where(session: Sequence[Message]) -> Callable[[tuple[Any, ...]], list[int] | None]:
+    """Where each key stands in ``session`` (ascending); a probe's history is
+    indexed once for all its probes."""
+    if not isinstance(session, ProbeSession):
+        return _positions(session).get
+    at = indexed(session.history, "window-rules", _positions)
+    current, last = _key(session.current), len(session.history)
+
+    def where(key: tuple[Any, ...]) -> list[int] | None:
+        found = at.get(key)
+        return [*(found or []), last] if key == current else found
+
+    return where
+
+
+def _order(session: Sequence[Message], shown: list[Message]) -> list[str]:
+    where = _where(session)
     previous = -1  # session index of the last window message matched
     previous_shown = -1
     for position, message in enumerate(shown):
-        candidates = at.get(_key(message))
+        candidates = where(_key(message))
         if not candidates:
             continue  # new or altered: nothing to order it by
         # The earliest equal session message after the previous match: greedy
@@ -147,15 +168,29 @@ def _order(session: list[Message], shown: list[Message]) -> list[str]:
     return []
 
 
-def _tool_pairs(session: list[Message], shown: list[Message]) -> list[str]:
+def _tool_pairs(session: Sequence[Message], shown: list[Message]) -> list[str]:
     # What the session itself leaves unpaired cannot be the window's fault.
-    excused = {call for call, _ in _pair_problems(session)}
+    # A probe's question (a user message without calls) pairs nothing: its
+    # history's problems are the session's, worked out once for all probes.
+    current = session[-1] if session else None
+    if isinstance(session, ProbeSession) and current is not None and _pairs_nothing(current):
+        excused = indexed(session.history, "tool-pairs", _unpaired_calls)
+    else:
+        excused = _unpaired_calls(session)
     return [
         f"tool-pairs: {problem}" for call, problem in _pair_problems(shown) if call not in excused
     ]
 
 
-def _pair_problems(messages: list[Message]) -> list[tuple[str, str]]:
+def _unpaired_calls(messages: Sequence[Message]) -> set[str]:
+    return {call for call, _ in _pair_problems(messages)}
+
+
+def _pairs_nothing(message: Message) -> bool:
+    return message.get("role") == "user" and not tool_call_ids(message)
+
+
+def _pair_problems(messages: Sequence[Message]) -> list[tuple[str, str]]:
     """(call id, problem) for every tool result not right after its call, and
     every call without its result."""
     called = {call for message in messages for call in tool_call_ids(message)}
