@@ -6,12 +6,13 @@ session has some 600 messages and 200 probes under each strategy."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from .messages import Message
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 # Indexes kept, the oldest dropped first: a run works on one scenario at a time.
 KEPT_INDEXES = 32
@@ -58,3 +59,29 @@ def indexed(history: list[Message], what: str, build: Callable[[list[Message]], 
     value = build(history)
     _indexes[key] = (history, len(history), value)
     return value
+
+
+def positions_of(
+    session: Sequence[Message], what: str, key: Callable[[Message], K]
+) -> Callable[[K], list[int]]:
+    """Where each ``key`` stands in ``session``, ascending (empty when
+    nowhere).  A probe's history is indexed once for all its probes (under
+    ``what``), its question looked up on its own."""
+    if not isinstance(session, ProbeSession):
+        at = _positions(session, key)
+        return lambda wanted: at.get(wanted, [])
+    at = indexed(session.history, what, lambda history: _positions(history, key))
+    current, last = key(session.current), len(session.history)
+
+    def where(wanted: K) -> list[int]:
+        found = at.get(wanted, [])
+        return [*found, last] if wanted == current else found
+
+    return where
+
+
+def _positions(messages: Sequence[Message], key: Callable[[Message], K]) -> dict[K, list[int]]:
+    at: dict[K, list[int]] = {}
+    for index, message in enumerate(messages):
+        at.setdefault(key(message), []).append(index)
+    return at

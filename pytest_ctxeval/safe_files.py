@@ -10,7 +10,9 @@ not followed either."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 # Not on every platform (Windows has no symbolic links to fear here).
@@ -51,16 +53,27 @@ def append_text(path: Path, text: str) -> None:
 def replace_text(path: Path, text: str) -> None:
     """Write ``text`` to a new file next to ``path`` and rename it over
     ``path``: all of it or, on failure (a full disk), the old file as it was."""
-    replace_bytes(path, utf8(text))
+    data = utf8(text)
+    _replace(path, lambda fd: write_all(fd, data))
 
 
-def replace_bytes(path: Path, data: bytes) -> None:
-    """``replace_text`` for bytes."""
+def replace_with_copy(path: Path, source: Path) -> None:
+    """``replace_text`` with the bytes of ``source``, copied a block at a
+    time (a LoCoMo-size results file is hundreds of MB)."""
+
+    def copy(fd: int) -> None:
+        with source.open("rb") as read, os.fdopen(os.dup(fd), "wb") as write:
+            shutil.copyfileobj(read, write)
+
+    _replace(path, copy)
+
+
+def _replace(path: Path, fill: Callable[[int], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         try:
-            write_all(fd, data)
+            fill(fd)
         finally:
             os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..messages import Message, content_text
-from ..probe_session import ProbeSession, indexed
+from ..probe_session import positions_of
 from ..strategies.headtail import INDEX_INTRO
 from ..textcap import cap_text
 
@@ -112,20 +112,7 @@ class _Matcher:
         self.session = session
         self.used: set[int] = set()
         self.cursor = len(session)
-        # Where each key stands in the session; a probe's history is indexed
-        # once for all its probes, its question looked up on its own.
-        self._current: tuple[tuple[str, ...], int] | None = None
-        if isinstance(session, ProbeSession):
-            self._by_key = indexed(session.history, "window-trace", _positions)
-            self._current = (_key(session.current), len(session.history))
-        else:
-            self._by_key = _positions(session)
-
-    def _where(self, key: tuple[str, ...]) -> list[int]:
-        found = self._by_key.get(key, [])
-        if self._current is not None and key == self._current[0]:
-            return [*found, self._current[1]]
-        return found
+        self._where = positions_of(session, "window-trace", _key)
 
     def exact(self, message: Message) -> int | None:
         free = [i for i in self._where(_key(message)) if i not in self.used]
@@ -162,13 +149,6 @@ class _Matcher:
         self.used.add(index)
         self.cursor = min(self.cursor, index)
         return index
-
-
-def _positions(messages: Sequence[Message]) -> dict[tuple[str, ...], list[int]]:
-    at: dict[tuple[str, ...], list[int]] = {}
-    for index, message in enumerate(messages):
-        at.setdefault(_key(message), []).append(index)
-    return at
 
 
 def _key(message: Message) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results.record import ResultRecord
-from ..safe_files import replace_bytes, replace_text
+from ..safe_files import replace_text, replace_with_copy
 
 RUNS_FOLDER = "runs"
 MARKER = "ctxeval-run.json"
@@ -135,7 +135,7 @@ def save_run(
     mine = folder / run_id
     if results_file is not None and not results_file.is_symlink():
         # The run's results file holds these very records: copied, not written again.
-        replace_bytes(mine / RESULTS_NAME, results_file.read_bytes())
+        replace_with_copy(mine / RESULTS_NAME, results_file)
     else:
         write_records(mine / RESULTS_NAME, records)
     if report is not None and report.is_file():

@@ -30,10 +30,10 @@ copied.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..probe_session import ProbeSession, indexed
+from ..probe_session import ProbeSession, indexed, positions_of
 from .base import Message, Window, content_text, tool_call_ids
 
 RULES = ("current-message", "system-prompt", "order", "tool-pairs")
@@ -116,30 +116,8 @@ def _key(message: Message) -> tuple[Any, ...]:
     )
 
 
-def _positions(messages: Sequence[Message]) -> dict[tuple[Any, ...], list[int]]:
-    at: dict[tuple[Any, ...], list[int]] = {}
-    for index, message in enumerate(messages):
-        at.setdefault(_key(message), []).append(index)
-    return at
-
-
-def _where(session: Sequence[Message]) -> Callable[[tuple[Any, ...]], list[int] | None]:
-    """Where each key stands in ``session`` (ascending); a probe's history is
-    indexed once for all its probes."""
-    if not isinstance(session, ProbeSession):
-        return _positions(session).get
-    at = indexed(session.history, "window-rules", _positions)
-    current, last = _key(session.current), len(session.history)
-
-    def where(key: tuple[Any, ...]) -> list[int] | None:
-        found = at.get(key)
-        return [*(found or []), last] if key == current else found
-
-    return where
-
-
 def _order(session: Sequence[Message], shown: list[Message]) -> list[str]:
-    where = _where(session)
+    where = positions_of(session, "window-rules", _key)
     previous = -1  # session index of the last window message matched
     previous_shown = -1
     for position, message in enumerate(shown):
