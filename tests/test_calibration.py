@@ -169,3 +169,15 @@ def test_validate_warns_at_each_uncheckable_probe(
         "knows nothing of the session; expect something only an answer from the session "
         "can say\n"
     )
+
+
+def test_a_log_line_is_no_timestamp_but_a_bare_date_line_is():
+    # Long logs are read word by word before the date regexes run: a line
+    # with more than a few other words is never a timestamp, a date line is.
+    from pytest_ctxeval.evaluate.calibration import _is_timestamp
+
+    assert not _is_timestamp("2026-11-30T12:00:00Z INFO worker[512]: deploy cluster queue index")
+    assert _is_timestamp("2026-11-30 12:00:00 UTC")
+    assert _is_timestamp("(session 4, 10:37 am on 27 June, 2023)")
+    assert _is_timestamp("On Monday 12th June at 10:00 UTC")
+    assert not _is_timestamp("On Monday 12th June the deploy moved to staging")

@@ -52,3 +52,23 @@ def test_sentences_of_a_text_are_kept_and_the_same_each_time():
     assert text.sentences(long_text) is first  # worked out once
     assert first[:3] == ("First point here.", "Second point there!", "A new line?")
     assert all(len(piece) <= 400 for piece in first)
+
+
+@pytest.mark.parametrize(
+    "sentence", ["ok", "sure, thanks", "the and of", "Deploy the canary.", "B", "x 7", ""]
+)
+def test_has_term_says_whether_a_sentence_has_terms(sentence):
+    assert text.has_term(sentence) is bool(text.terms(sentence))
+
+
+def test_the_oracle_finds_an_answer_whose_words_are_stemmed_or_upper_case():
+    # The oracle reads only sentences that can hold a question word; a word
+    # the question asks in another form ("policies" / "policy", "PORT") must
+    # still be found.
+    messages = [
+        {"role": "user", "content": "Filler about the weather today."},
+        {"role": "assistant", "content": "The retention POLICIES of the vault are strict."},
+        {"role": "user", "content": "Nothing else here."},
+        {"role": "user", "content": "What is the retention policy of the vault?"},
+    ]
+    assert "POLICIES" in (respond(messages).content or "")

@@ -206,10 +206,36 @@ def _first_non_system(conversation: Conversation) -> int | None:
 
 
 def _is_timestamp(line: str) -> bool:
-    if not _HAS_DATE.search(line):
+    if _surely_wordy(line) or not _HAS_DATE.search(line):
         return False
     rest = _WORD.findall(_DATE_PART.sub(" ", line))
     return len(rest) <= _TIMESTAMP_OTHER_WORDS
+
+
+def _surely_wordy(line: str) -> bool:
+    """Whether ``line`` has more words than a timestamp line may besides its
+    date, found without the date regexes (a log is thousands of such lines).
+
+    A word whose letters the date parts do not all take alone ("deploy",
+    "30T12") keeps a word in the line too: inside a word there is no word
+    boundary for a month or a weekday to match at."""
+    other = 0
+    for word in _WORD.findall(line):
+        kept = _KEEPS_A_WORD.get(word)
+        if kept is None:
+            if len(_KEEPS_A_WORD) >= _WORDS_REMEMBERED:
+                _KEEPS_A_WORD.clear()
+            kept = _KEEPS_A_WORD[word] = _WORD.search(_DATE_PART.sub(" ", word)) is not None
+        if kept:
+            other += 1
+            if other > _TIMESTAMP_OTHER_WORDS:
+                return True
+    return False
+
+
+# Word -> whether it is more than date parts (see _surely_wordy).
+_KEEPS_A_WORD: dict[str, bool] = {}
+_WORDS_REMEMBERED = 100_000
 
 
 def _sentence_sample(

@@ -59,7 +59,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..messages import content_text
 
@@ -70,7 +70,7 @@ from .attention import lost_in_middle_probability as lost_in_middle_probability
 from .codegen import write_code
 from .oracle_files import file_reply
 from .request_text import last_index, message_texts, tool_texts
-from .text import sentences, terms
+from .text import has_term, sentences, terms
 
 RETRIEVE_TOOL = "retrieve_memory"
 SUMMARY_REQUEST = re.compile(r"^\s*(summari[sz]e|condense|compress)\b", re.IGNORECASE)
@@ -109,14 +109,42 @@ class Reply:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Candidate(NamedTuple):
-    text: str
-    terms: tuple[str, ...]  # its distinct words
-    # Order in the request: tool definitions first (providers send them
-    # before the messages), then the messages.
-    position: int
-    # The memory whose listing preview this sentence is from; None otherwise.
-    memory_id: str | None = None
+class _Candidate:
+    """A sentence of the request that can answer something."""
+
+    __slots__ = ("text", "position", "memory_id", "_terms", "_lower")
+
+    def __init__(self, text: str, position: int, memory_id: str | None = None) -> None:
+        self.text = text
+        # Order in the request: tool definitions first (providers send them
+        # before the messages), then the messages.
+        self.position = position
+        # The memory whose listing preview this sentence is from; None otherwise.
+        self.memory_id = memory_id
+        self._terms: frozenset[str] | None = None
+        self._lower: str | None = None
+
+    @property
+    def terms(self) -> frozenset[str]:
+        """Its distinct words, worked out when first asked for: only the
+        sentences that hold a question word are ever asked."""
+        if self._terms is None:
+            self._terms = _sentence_terms(self.text)
+        return self._terms
+
+    def may_share(self, fragments: tuple[str, ...]) -> bool:
+        """False when no question word can be among its terms (see _fragments)."""
+        if self._lower is None:
+            self._lower = self.text.lower()
+        return any(fragment in self._lower for fragment in fragments)
+
+
+def _fragments(q_terms: set[str]) -> tuple[str, ...]:
+    """What a sentence's lower-cased text must contain for it to have one of
+    ``q_terms``: a term is a lower-cased word with at most one letter changed
+    at its end ("policies" is "policy", "ports" is "port"), so all of the term
+    but its last letter is in the sentence."""
+    return tuple(t[:-1] if len(t) > 1 else t for t in q_terms)
 
 
 def respond(
@@ -191,10 +219,11 @@ def _summary_sentences(text: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=ANALYSED_TEXTS)
-def _text_candidates(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The sentences of ``text`` that can answer something, with their
-    distinct words.  Only strings in tuples: the garbage collector stops
-    tracking such tuples, so a full cache costs its full passes nothing."""
+def _text_candidates(text: str) -> tuple[str, ...]:
+    """The sentences of ``text`` that can answer something: statements with
+    at least one content word.  Only strings in a tuple: the garbage
+    collector stops tracking such tuples, so a full cache costs its full
+    passes nothing."""
     out = []
     for sentence in sentences(text):
         if sentence.endswith("?"):
@@ -203,10 +232,14 @@ def _text_candidates(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
             if _MARKER.fullmatch(sentence.strip()):
                 continue
             sentence = _MARKER.sub(" ", sentence).strip()
-        found = tuple(dict.fromkeys(terms(sentence)))
-        if found:
-            out.append((sentence, found))
+        if has_term(sentence):
+            out.append(sentence)
     return tuple(out)
+
+
+@lru_cache(maxsize=ANALYSED_TEXTS)
+def _sentence_terms(sentence: str) -> frozenset[str]:
+    return frozenset(terms(sentence))
 
 
 @lru_cache(maxsize=ANALYSED_TEXTS)
@@ -219,8 +252,8 @@ def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> l
     out: list[_Candidate] = []
 
     def add(text: str, memory_id: str | None = None) -> None:
-        for sentence, found in _text_candidates(text):
-            out.append(_Candidate(sentence, found, len(out), memory_id))
+        for sentence in _text_candidates(text):
+            out.append(_Candidate(sentence, len(out), memory_id))
 
     def add_listing(text: str) -> None:
         for line in text.splitlines():
@@ -274,7 +307,8 @@ def _best_sentences(
         return []
     # Only question words score, so only their document frequencies matter:
     # the weights are idf_weights' over all candidates, for those words.
-    shared = [(c, q_terms.intersection(c.terms)) for c in candidates]
+    fragments = _fragments(q_terms)
+    shared = [(c, q_terms.intersection(c.terms)) for c in candidates if c.may_share(fragments)]
     shared = [(c, words) for c, words in shared if words]
     df: dict[str, int] = {}
     for _, words in shared:
@@ -365,8 +399,9 @@ def _memory_to_retrieve(
         return None
     already = _retrieved_ids(messages)
     gains: dict[str, set[str]] = {}
+    fragments = _fragments(q_terms)
     for c in previews:
-        if c.memory_id is not None and c.memory_id not in already:
+        if c.memory_id is not None and c.memory_id not in already and c.may_share(fragments):
             gains.setdefault(c.memory_id, set()).update(q_terms.intersection(c.terms) - covered)
     best_id, best_gain = None, 0
     for memory_id, gain in gains.items():

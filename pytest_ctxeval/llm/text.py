@@ -38,6 +38,12 @@ def terms(text: str) -> list[str]:
     return list(filter(None, map(_TERM_OF.__getitem__, _WORD.findall(text))))
 
 
+def has_term(text: str) -> bool:
+    """Whether ``text`` has a content word: ``bool(terms(text))``, stopping
+    at the first one (most sentences begin with one)."""
+    return any(map(_TERM_OF.__getitem__, map(re.Match.group, _WORD.finditer(text))))
+
+
 class _TermsOfWords(dict[str, str]):
     """Word -> its term, worked out on the first lookup of each word."""
 
