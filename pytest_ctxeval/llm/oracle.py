@@ -47,7 +47,8 @@ summary keeps of it) is worked out once per distinct text and reused by
 every later request that shows the same text: consecutive windows, and the
 strategy's request and the full-context one, share nearly all of it.  Only
 the question-specific scoring is per request, and it looks at question words
-only.  Answers are the same as working everything out afresh.
+only: a sentence's words are worked out only when its text can hold one of
+them.  Answers are the same as working everything out afresh.
 """
 
 from __future__ import annotations
