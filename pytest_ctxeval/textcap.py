@@ -16,6 +16,9 @@ from typing import overload
 # Room for the marker: a capped text is at most limit + len(marker) long.
 SLACK = 64
 _MARKER = re.compile(r"\n?… \[truncated: ([\d,]+) chars\]\Z")
+# The marker is short: only a text's tail can hold it (searching a long
+# tool output whole for it was a full scan per capping).
+_MARKER_TAIL = 128
 
 
 def marker(original_chars: int) -> str:
@@ -36,7 +39,7 @@ def cap_text(text: str | None, limit: int) -> str | None:
 
 def original_length(text: str) -> int:
     """The length a capped text had before capping; ``len(text)`` if it was never capped."""
-    found = _MARKER.search(text)
+    found = _MARKER.search(text, max(len(text) - _MARKER_TAIL, 0))
     if found is None:
         return len(text)
     return max(int(found.group(1).replace(",", "")), len(text))

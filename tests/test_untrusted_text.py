@@ -179,6 +179,14 @@ def test_capping_is_idempotent_and_names_the_original_length() -> None:
     assert cap_text("short", 20) == "short" and cap_text(None, 20) is None
 
 
+def test_only_a_marker_at_the_end_names_an_original_length() -> None:
+    # A text that quotes a marker mid-way was never capped: its own length counts.
+    quoted = "see \n… [truncated: 9,999,999 chars] above " + "y" * 500
+    assert cap_text(quoted, 20) == quoted[:20] + f"\n… [truncated: {len(quoted)} chars]"
+    capped_twice = cap_text(cap_text("z" * 1_234_567, 300), 10)
+    assert capped_twice == "z" * 10 + "\n… [truncated: 1,234,567 chars]"
+
+
 def test_a_sealed_record_caps_every_answer_text() -> None:
     long = "word " * 10_000
     record = ResultRecord(
