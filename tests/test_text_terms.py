@@ -72,3 +72,16 @@ def test_the_oracle_finds_an_answer_whose_words_are_stemmed_or_upper_case():
         {"role": "user", "content": "What is the retention policy of the vault?"},
     ]
     assert "POLICIES" in (respond(messages).content or "")
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["Port 5432.", "  ", "", "Update:\tport\n5433 "],
+        ["ΟΔΟΣ", "Σ at the start", "end ΑΣ"],  # a sigma's case depends on its neighbours
+        ["a\u2028b", "\u00a0c\u3000", "Straße"],
+        [],
+    ],
+)
+def test_normalising_texts_one_by_one_and_joining_them_is_normalising_them_joined(texts):
+    assert text.normalise_joined(texts) == text.normalise("\n".join(texts))

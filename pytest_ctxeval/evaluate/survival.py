@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 
 from ..llm.request_text import message_texts, tools_texts
-from ..llm.text import contains_phrase, normalise
+from ..llm.text import contains_phrase, normalise, normalise_joined
 from ..results.record import Survival
 from ..scenario.build import Fact
 from ..strategies.base import Window
@@ -72,8 +72,8 @@ def _seen_in(window: Window, coincidental: Mapping[str, Set[str]] | None) -> _Se
     phrase searches are the cost; finding the text again is a hash and a
     memcmp)."""
     texts = [t for m in window.messages[:-1] for t in message_texts(m)]
-    visible = normalise("\n".join(texts + tools_texts(window.tools)))
-    stored = normalise("\n".join(window.retrievable))
+    visible = normalise_joined(texts + tools_texts(window.tools))
+    stored = normalise_joined(window.retrievable)
     key = (id(coincidental), visible, stored)
     seen = _recent.get(key)
     if seen is not None and seen.coincidental is coincidental:

@@ -116,6 +116,20 @@ def normalise(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+@lru_cache(maxsize=_TEXTS_REMEMBERED)
+def normalised(text: str) -> str:
+    """``normalise(text)``, kept per distinct text: a session's texts are read
+    again by each window that shows them and by the fact checks."""
+    return normalise(text)
+
+
+def normalise_joined(texts: Iterable[str]) -> str:
+    """``normalise("\n".join(texts))``, put together from each text's kept
+    normal form: the line breaks between texts are whitespace, so no word
+    spans two texts, and case folding maps each character on its own."""
+    return " ".join(filter(None, map(normalised, texts)))
+
+
 def contains_phrase(normalised_text: str, phrase: str) -> bool:
     """Whether ``phrase`` occurs in an already normalised text as whole words.
 

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from ..llm.request_text import message_texts
-from ..llm.text import contains_phrase, normalise
+from ..llm.text import contains_phrase, normalise, normalise_joined
 from ..recorded_windows import RecordedWindow
 from .generators import GenerateSpec, generate_text, generate_turns
 from .schema import (
@@ -95,7 +95,7 @@ class Conversation:
         states too).  Such a mention in a window is no evidence that the fact
         survived; fact survival checks against this.  Computed once per
         conversation, on first use."""
-        session = normalise("\n".join(t for m in self.messages for t in message_texts(m)))
+        session = normalise_joined(t for m in self.messages for t in message_texts(m))
         found: dict[str, frozenset[str]] = {}
         for fact in self.facts:
             if not fact.answers:
