@@ -466,3 +466,29 @@ def test_echo_returns_its_input(litellm):
         litellm, "ctxeval/echo", [{"role": "system", "content": "Be terse."}, user("hello there")]
     )
     assert message.content == "system: Be terse.\nuser: hello there"
+
+
+def test_texts_without_a_question_word_are_passed_over_whole_with_the_same_answers():
+    from pytest_ctxeval.llm import oracle
+    from pytest_ctxeval.llm.oracle_ranking import Candidate, question_fragments
+    from pytest_ctxeval.llm.text import terms
+
+    log = "\n".join(f"12:{i:02d} INFO worker: queue drained in {i} ms." for i in range(60))
+    context = [
+        user("The staging database listens on port 5432."),
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+        assistant("Update: the staging database moved to port 5433. Noted."),
+    ]
+    candidates = oracle._candidates(context, [])
+    fragments = question_fragments(set(terms("Which port does the staging database use?")))
+    every = [
+        Candidate(text, position)
+        for position, text in enumerate(
+            s for m in context for s in oracle._text_candidates(m["content"])
+        )
+    ]
+    expected = [(c.text, c.position) for c in every if c.may_share(fragments)]
+    assert [(c.text, c.position) for c in candidates.sharing(fragments)] == expected
+    assert len(candidates) == len(every) > 60  # positions still count the log's lines
+    question = user("Which port does the staging database use?")
+    assert "5433" in (respond([*context, question]).content or "")

@@ -52,7 +52,7 @@ from .attention import lost_in_middle_attention as lost_in_middle_attention
 from .attention import lost_in_middle_probability as lost_in_middle_probability
 from .codegen import write_code
 from .oracle_files import file_reply
-from .oracle_ranking import ANALYSED_TEXTS, Candidate, best_sentences, question_fragments
+from .oracle_ranking import ANALYSED_TEXTS, Candidates, best_sentences, question_fragments
 from .request_text import last_index, message_texts, tool_texts
 from .text import has_term, sentences, terms
 
@@ -177,12 +177,11 @@ def _text_candidates(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[Candidate]:
-    out: list[Candidate] = []
+def _candidates(context: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Candidates:
+    out = Candidates()
 
     def add(text: str, memory_id: str | None = None) -> None:
-        for sentence in _text_candidates(text):
-            out.append(Candidate(sentence, len(out), memory_id))
+        out.add(_text_candidates(text), memory_id)
 
     def add_listing(text: str) -> None:
         for line in text.splitlines():
@@ -229,24 +228,24 @@ def _instructions(context: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
 
 def _memory_to_retrieve(
     messages: list[dict[str, Any]],
-    candidates: list[Candidate],
+    candidates: Candidates,
     q_terms: set[str],
     attention: Attention | None,
 ) -> str | None:
     """A memory whose preview promises question words that the answer from
     the rest of the request does not cover (previews are excerpts)."""
-    previews = [c for c in candidates if c.memory_id is not None]
+    previews = candidates.of_memories(listed=True)
     if not previews or not q_terms:
         return None
-    answer = best_sentences([c for c in candidates if c.memory_id is None], q_terms, attention)
+    answer = best_sentences(candidates.of_memories(listed=False), q_terms, attention)
     covered = set().union(*(c.terms for c in answer)) & q_terms if answer else set()
     if covered == q_terms:
         return None
     already = _retrieved_ids(messages)
     gains: dict[str, set[str]] = {}
     fragments = question_fragments(q_terms)
-    for c in previews:
-        if c.memory_id is not None and c.memory_id not in already and c.may_share(fragments):
+    for c in previews.sharing(fragments):
+        if c.memory_id is not None and c.memory_id not in already:
             gains.setdefault(c.memory_id, set()).update(q_terms.intersection(c.terms) - covered)
     best_id, best_gain = None, 0
     for memory_id, gain in gains.items():

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterator
 from functools import lru_cache
 
 from .attention import Attention
@@ -71,6 +72,55 @@ class Candidate:
         return any(fragment in self._lower for fragment in fragments)
 
 
+class Candidates:
+    """A request's candidate sentences, text by text, numbered in request
+    order.  A text none of whose sentences can hold a question word (most of
+    a long tool output) is passed over whole: its sentences are never made
+    into candidates."""
+
+    __slots__ = ("_groups", "_count")
+
+    def __init__(self) -> None:
+        # (sentences, position of the first, memory id)
+        self._groups: list[tuple[tuple[str, ...], int, str | None]] = []
+        self._count = 0
+
+    def add(self, sentences: tuple[str, ...], memory_id: str | None = None) -> None:
+        if sentences:
+            self._groups.append((sentences, self._count, memory_id))
+            self._count += len(sentences)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def of_memories(self, listed: bool) -> Candidates:
+        """Only the sentences of memory previews (``listed``), or only the
+        others; each keeps its position, and they count as a request of
+        their own."""
+        kept = Candidates()
+        kept._groups = [g for g in self._groups if (g[2] is not None) == listed]
+        kept._count = sum(len(g[0]) for g in kept._groups)
+        return kept
+
+    def sharing(self, fragments: tuple[str, ...]) -> Iterator[Candidate]:
+        """The sentences that may hold a question word (``Candidate.may_share``)."""
+        for sentences, start, memory_id in self._groups:
+            lowered = _lowered(sentences)
+            if any(fragment in lowered for fragment in fragments):
+                for offset, text in enumerate(sentences):
+                    candidate = Candidate(text, start + offset, memory_id)
+                    if candidate.may_share(fragments):
+                        yield candidate
+
+
+@lru_cache(maxsize=ANALYSED_TEXTS)
+def _lowered(sentences: tuple[str, ...]) -> str:
+    # A line break stops any fragment (part of a word) and lower-casing's
+    # look at the letters around a sigma alike: each sentence's lower-cased
+    # text is in the result as it is.
+    return "\n".join(sentences).lower()
+
+
 def question_fragments(q_terms: set[str]) -> tuple[str, ...]:
     """What a sentence's lower-cased text must contain for it to have one of
     ``q_terms``: a term is a lower-cased word with at most one letter changed
@@ -91,7 +141,7 @@ def _plain_terms(sentence: str) -> tuple[str, ...]:
 
 
 def best_sentences(
-    candidates: list[Candidate], q_terms: set[str], attention: Attention | None
+    candidates: Candidates, q_terms: set[str], attention: Attention | None
 ) -> list[Candidate]:
     """The best sentence (the latest of those answering the same question),
     plus a second one if it covers question terms the first one misses."""
@@ -100,7 +150,7 @@ def best_sentences(
     # Only question words score, so only their document frequencies matter:
     # the weights are idf_weights' over all candidates, for those words.
     fragments = question_fragments(q_terms)
-    shared = [(c, q_terms.intersection(c.terms)) for c in candidates if c.may_share(fragments)]
+    shared = [(c, q_terms.intersection(c.terms)) for c in candidates.sharing(fragments)]
     shared = [(c, words) for c, words in shared if words]
     df: dict[str, int] = {}
     for _, words in shared:
