@@ -95,16 +95,28 @@ class ScenarioFile(pytest.File):
         """Load, validate and build the file's scenarios (ScenarioError for
         its problems); None when it does not look like a scenario file and
         only would be one if it did."""
+        from .scenario.errors import NotAScenario, ScenarioError
         from .scenario.loader import load_conversations
-        from .scenario_files import looks_like_scenario_file
+        from .scenario_files import is_scenario_root, looks_like_scenario_file
 
-        if self.only_if_it_looks_like_one and not looks_like_scenario_file(self.path):
-            return None
         options = self.config.stash[SESSION_KEY].options
         root = next(
             (d for d in options.scenario_dirs if self.path.is_relative_to(d)), self.path.parent
         )
-        return load_conversations(self.path, display_path=self.display_path, root=root)
+        if not self.only_if_it_looks_like_one:
+            return load_conversations(self.path, display_path=self.display_path, root=root)
+        # One composing of the file both decides and loads; a file that cannot
+        # be loaded is reported only if it looks like a scenario file.
+        try:
+            return load_conversations(
+                self.path, display_path=self.display_path, root=root, only_if=is_scenario_root
+            )
+        except NotAScenario:
+            return None
+        except ScenarioError:
+            if looks_like_scenario_file(self.path):
+                raise
+            return None
 
     @property
     def display_path(self) -> str:

@@ -106,6 +106,14 @@ def looks_like_scenario_file(path: Path) -> bool:
         root = next(yaml.compose_all(text, Loader=_untagged_loader()), None)
     except yaml.YAMLError:
         return _PROBES_KEY_LINE.search(text) is not None
+    return root is not None and is_scenario_root(root)
+
+
+def is_scenario_root(root: yaml.Node) -> bool:
+    """Whether a YAML document's node tree is that of a scenario file (see
+    looks_like_scenario_file)."""
+    import yaml
+
     if isinstance(root, yaml.MappingNode):
         if _has_key(root, _PROBES):
             return True

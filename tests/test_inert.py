@@ -20,6 +20,11 @@ DATA_FILES = {
     "load.yml": "scenarios:\n  - name: smoke\n    users: 10\n",
     "template.yaml": "replicas: {{ .Values.replicas }}\nimage: {{ .Values.image }}\n",
     "empty.yaml": "",
+    # Read with the scenario loader they fail (a tab after a colon, a second
+    # document, an include that leaves the folder): still data, left alone.
+    "tabbed.yaml": "name:\tcheckout\nsteps: [open]\n",
+    "two-docs.yaml": "name: a\n---\nname: b\n",
+    "outside.yaml": "defaults: !include ../settings.yaml\n",
 }
 
 SCENARIO = """

@@ -23,6 +23,11 @@ class Problem:
 SHOWN_PROBLEMS = 50
 
 
+class NotAScenario(Exception):
+    """The file's YAML, once read, is not a scenario file (see the loader's
+    ``only_if``): nothing to report, the file is left alone."""
+
+
 class ScenarioError(Exception):
     """One or more problems in one scenario file."""
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from ..redact import register_scenario_secret
 from ..text import occurs
 from .build import BuildProblem, Conversation, build_conversation, generated_specs
-from .errors import Problem, ScenarioError, ScenarioWarning
+from .errors import NotAScenario, Problem, ScenarioError, ScenarioWarning
 from .generators import estimated_tokens, size_knob
 from .limits import InvalidLimit, Limits
 from .recorded_file import read_recorded_windows
@@ -57,10 +57,13 @@ def load_conversations(
     display_path: str | None = None,
     root: str | Path | None = None,
     limits: Limits | None = None,
+    only_if: Callable[[yaml.Node], bool] | None = None,
 ) -> list[Conversation]:
     """Load, validate and build every scenario of one file.  ``!include``
     may not leave ``root`` (default: the file's directory).  ``limits``
-    defaults to the built-in limits with any ``CTXEVAL_MAX_*`` variables."""
+    defaults to the built-in limits with any ``CTXEVAL_MAX_*`` variables.
+    ``only_if``: NotAScenario when the file's composed YAML does not pass it
+    (see ``parse_yaml``)."""
     path = Path(path)
     shown = display_path or str(path)
     limits = _limits(limits, shown)
@@ -72,7 +75,7 @@ def load_conversations(
     source = path.resolve()
     base = source.parent
     root_dir = Path(root) if root else base
-    return _guarded(shown, lambda: _parse(text, shown, base, root_dir, limits, (source,)))
+    return _guarded(shown, lambda: _parse(text, shown, base, root_dir, limits, (source,), only_if))
 
 
 def parse_conversations(
@@ -93,7 +96,7 @@ def _guarded(path: str, load: Callable[[], list[Conversation]]) -> list[Conversa
     """``load()``, with any failure as a ScenarioError: one file never stops the run."""
     try:
         return load()
-    except ScenarioError:
+    except (ScenarioError, NotAScenario):
         raise
     except RecursionError:
         raise ScenarioError.at(path, 1, 1, "nested too deeply to load") from None
@@ -117,12 +120,20 @@ def _limits(limits: Limits | None, path: str) -> Limits:
 
 
 def _parse(
-    text: str, path: str, base_dir: Path, root: Path, limits: Limits, chain: tuple[Path, ...]
+    text: str,
+    path: str,
+    base_dir: Path,
+    root: Path,
+    limits: Limits,
+    chain: tuple[Path, ...],
+    only_if: Callable[[yaml.Node], bool] | None = None,
 ) -> list[Conversation]:
     if len(text) > limits.file_bytes // 4 and len(text.encode()) > limits.file_bytes:
         found = f"the file has {len(text.encode()):,} bytes"
         raise ScenarioError.at(path, 1, 1, limits.exceeded("file_bytes", found))
-    tree, data = parse_yaml(text, path, base_dir=base_dir, root=root, limits=limits, chain=chain)
+    tree, data = parse_yaml(
+        text, path, base_dir=base_dir, root=root, limits=limits, chain=chain, only_if=only_if
+    )
     if isinstance(data, dict) and set(data) == {"scenarios"}:
         items = data["scenarios"]
         if not isinstance(items, list) or not items:

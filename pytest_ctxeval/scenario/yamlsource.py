@@ -18,13 +18,14 @@ path too, so what loads never depends on how PyYAML was built."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from yaml.reader import Reader
 
-from .errors import ScenarioError
+from .errors import NotAScenario, ScenarioError
 from .limits import Limits
 from .yamlbounds import _Budget as _Budget
 from .yamlbounds import _WholeFileProblem
@@ -50,16 +51,21 @@ def parse_yaml(
     chain: tuple[Path, ...] = (),
     level: int = 0,
     depth_offset: int = 0,
+    only_if: Callable[[yaml.Node], bool] | None = None,
 ) -> tuple[yaml.Node, Any]:
     """The node tree and the data of one YAML document, or ScenarioError.
     ``chain`` holds the file itself when it is read from one (for include
-    cycles); ``budget`` is shared with the files it includes."""
+    cycles); ``budget`` is shared with the files it includes.  ``only_if``:
+    NotAScenario unless the composed tree passes it, before anything is
+    constructed (one composing both decides and loads)."""
     budget = budget or _Budget(limits or Limits.from_env())
-    context = (display, base_dir, root, budget, chain, level, depth_offset)
+    context = (display, base_dir, root, budget, chain, level, depth_offset, only_if)
     if use_c_parser and CParser is not None and _c_parser_reads_alike(text):
         spent = budget.spent()
         try:
             return _load(_CLoader, text, *context)
+        except NotAScenario:
+            raise
         except Exception:  # noqa: BLE001 - the pure-Python loader says what is wrong
             budget.refund(spent)
     try:
@@ -106,6 +112,7 @@ def _load(
     chain: tuple[Path, ...],
     level: int,
     depth_offset: int,
+    only_if: Callable[[yaml.Node], bool] | None,
 ) -> tuple[yaml.Node, Any]:
     """One attempt at the document with one loader class; its errors raw."""
     loader: Any = None
@@ -122,6 +129,8 @@ def _load(
         node = loader.get_single_node()
         if node is None:
             raise ScenarioError.at(display, 1, 1, "empty file: expected a scenario mapping")
+        if only_if is not None and not only_if(node):
+            raise NotAScenario(display)
         _reject_duplicate_keys(node, display)
         _reject_surrogates(node, display)
         data = loader.construct_document(node)
