@@ -25,6 +25,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -133,23 +134,33 @@ def scrub_data(value: Any, *, scenario: bool = True) -> Any:
     return _scrub_data(value, _pattern(_known_secrets(scenario=scenario)))
 
 
-def needs_scrub(value: Any, *, scenario: bool = True) -> bool:
+def needs_scrub(
+    value: Any, *, scenario: bool = True, encode: Callable[[Any], str] | None = None
+) -> bool:
     """False when ``scrub_data(value)`` would equal ``value``; True when it may not.
 
     One look at ``value`` written as JSON instead of a walk over every string
-    in it: a record holds hundreds of strings and, almost always, no secret."""
+    in it: a record holds hundreds of strings and, almost always, no secret.
+    ``encode``: how to write it (``ensure_ascii=False``), when not ``json.dumps``."""
     try:
-        text = json.dumps(value, ensure_ascii=False, default=_not_text)
+        if encode is None:
+            text = json.dumps(value, ensure_ascii=False, default=_not_text)
+        else:
+            text = encode(value)
     except (TypeError, ValueError):  # a key JSON cannot write, or a cycle: walk it
         return True
     return _may_hold_secret(text, _known_secrets(scenario=scenario))
 
 
-def scrub_json(value: Any) -> str:
+def scrub_json(value: Any, encode: Callable[[Any], str] | None = None) -> str:
     """``json.dumps(scrub_data(value), sort_keys=True, ensure_ascii=False)``,
-    written once and never walked when nothing in it can be a secret."""
+    written once and never walked when nothing in it can be a secret.
+    ``encode``: what writes ``value`` so, when not ``json.dumps``."""
     secrets = _known_secrets()
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    if encode is None:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    else:
+        text = encode(value)
     if not _may_hold_secret(text, secrets):
         return text
     return json.dumps(_scrub_data(value, _pattern(secrets)), sort_keys=True, ensure_ascii=False)

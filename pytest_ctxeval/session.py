@@ -354,12 +354,14 @@ class CtxSession:
         self.run_info.stamp(record)
         if self.options.shard is not None:
             record.shard = "{}/{}".format(*self.options.shard)
-        self.outputs.write(record)
         if self.shared is None:
             from .results.shared_values import SharedValues
 
             self.shared = SharedValues()
-        self.shared.share(record)  # after writing: the same record, held in less memory
+        # Equal values of a session's records held once; written once too
+        # (the text of a shared value is kept: see results.record_text).
+        self.shared.share(record)
+        self.outputs.write(record)
         self.records.append(record)
         if len(self.records) % FREEZE_EVERY_RECORDS == 0:
             keep_out_of_full_collections()

@@ -27,6 +27,7 @@ from ..llm.cassettes import CallContext, CassetteStore
 from ..llm.client import ModelClient
 from ..llm.mock_client import model_client
 from ..results.record import ResultRecord, sealed
+from ..results.shared_values import SharedValues
 from ..scenario.build import Conversation, ProbeCase
 from ..strategies.registry import StrategySpec
 from .agreement import apply_judgements
@@ -82,6 +83,9 @@ class Evaluator(Preparing, Finishing):
     _rollout_runner: RolloutRunner | None = None
     # The fact ledger of each run's simulated session (see evaluate.ledger).
     _ledgers: dict[RunKey, FactLedger] = field(default_factory=dict)
+    # Equal values of a session's records made one object before sealing:
+    # sealing then writes each once (see results.record_text).
+    _shared: SharedValues = field(default_factory=SharedValues)
 
     def __post_init__(self) -> None:
         cassettes = None
@@ -166,6 +170,8 @@ class Evaluator(Preparing, Finishing):
                 for s, probes in runs
                 for p in probes
             ]
+        for record in records:
+            self._shared.share(record)
         records = [sealed(record) for record in records]
         mine = None
         at = iter(records)

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..redact import needs_scrub, scrub, scrub_data
 from ..textcap import cap_text
+from .record_text import record_dumps
 
 # The answer text a record keeps (answer, ground_truth_answer, answers):
 # enough to read and to diff, while results.jsonl and the report stay small.
@@ -207,7 +208,7 @@ def sealed(record: ResultRecord) -> ResultRecord:
     if data["judge"] is not None and isinstance(data["judge"].get("reason"), str):
         reason = cap_text(data["judge"]["reason"], MAX_RECORD_TEXT_CHARS)
         data["judge"] = {**data["judge"], "reason": reason}  # the record's own dict stays as it is
-    if needs_scrub(data):
+    if needs_scrub(data, encode=record_dumps):
         data = scrub_data(data)
     # Errors quote servers and exceptions: keys there go by their shape too.
     for name in ("error", "no_ground_truth"):

@@ -12,16 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .record import ResultRecord
-
-# The fields a session's records share, most of a record's size.
-SHARED_FIELDS = (
-    "fact_ledger",
-    "fact_survival",
-    "session_requests",
-    "session_prompt_tokens",
-    "compaction_requests",
-    "cache_breaks",
-)
+from .record_text import SHARED_FIELDS as SHARED_FIELDS
 
 
 class SharedValues:

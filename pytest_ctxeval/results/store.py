@@ -12,6 +12,7 @@ from ..redact import scrub_json
 from ..safe_files import open_no_follow, utf8, write_all
 from .reading import iter_results
 from .record import ResultRecord, record_data
+from .record_text import record_dumps
 
 if TYPE_CHECKING:  # pandas is imported only when a frame is asked for
     import pandas as pd
@@ -58,7 +59,7 @@ def record_json(record: ResultRecord) -> str:
     pydantic's JSON dump, about seven times faster; a value JSON cannot write
     as it is (a set, an object) goes through pydantic's dump."""
     try:
-        return scrub_json(record_data(record))
+        return scrub_json(record_data(record), record_dumps)
     except (TypeError, ValueError):
         return scrub_json(record.model_dump(mode="json"))
 
