@@ -49,13 +49,18 @@ def trace(session: list[dict[str, Any]], sent: list[dict[str, Any]], tools: Any 
         session, sent, tools, message_tokens=message_tokens, tools_tokens=tools_tokens
     )
     # The harness traces against a ProbeSession, whose history is indexed once
-    # for all probes: the same trace, indexed or not.
+    # for all probes (its running token totals too): the same trace, indexed or not.
     history = session[:-1]
-    for _ in range(2):
+    for key in (None, "m", "m"):
         probed = ProbeSession(history, session[-1])
         assert (
             window_trace(
-                probed, sent, tools, message_tokens=message_tokens, tools_tokens=tools_tokens
+                probed,
+                sent,
+                tools,
+                message_tokens=message_tokens,
+                tools_tokens=tools_tokens,
+                tokens_key=key,
             )
             == found
         )
@@ -79,6 +84,16 @@ def test_dropped_messages_are_one_range_with_their_tokens():
     assert (dropped["from"], dropped["to"], dropped["count"]) == (1, 4, 4)
     assert dropped["tokens"] == sum(message_tokens(m) for m in session[1:5])
     assert [p["n"] for p in parts[2:]] == [5, 6, 7]
+
+
+def test_a_window_that_drops_the_question_too_counts_its_tokens_in_the_last_run():
+    # A strategy that breaks the rules: its trace still shows what it left out.
+    session = chat("one", "two", "three", "four", "What was said first?")
+    parts = trace(session, session[:2])
+    assert marks(parts) == ["kept", "kept", "dropped"]
+    dropped = parts[2]
+    assert (dropped["from"], dropped["to"], dropped["count"]) == (2, 5, 4)
+    assert dropped["tokens"] == sum(message_tokens(m) for m in session[2:])
 
 
 def test_repeated_texts_are_matched_in_order():

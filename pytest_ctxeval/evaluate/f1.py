@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 from .answer_text import normalise_answer
 
@@ -55,14 +56,21 @@ _YEAR = re.compile(r"^(?:1[0-9]|2[0-9])\d\d$")
 _AND = re.compile(r"\band\b")
 
 
-def answer_tokens(text: str) -> list[str]:
+# Texts whose tokens are kept: a probe's gold answer and question are scored
+# against every strategy's answer, and the decoys of every probe.
+_TEXTS_REMEMBERED = 20_000
+
+
+@lru_cache(maxsize=_TEXTS_REMEMBERED)
+def answer_tokens(text: str) -> tuple[str, ...]:
     """Every token of ``text`` after LoCoMo's normalisation, stemmed."""
-    return [_token(word) for word in _AND.sub(" ", normalise_answer(text)).split()]
+    return tuple(_token(word) for word in _AND.sub(" ", normalise_answer(text)).split())
 
 
-def content_tokens(text: str) -> list[str]:
+@lru_cache(maxsize=_TEXTS_REMEMBERED)
+def content_tokens(text: str) -> tuple[str, ...]:
     """The tokens of ``text`` that can make a match: no stopwords."""
-    return [t for t in answer_tokens(text) if t not in _STOP_TOKENS]
+    return tuple(t for t in answer_tokens(text) if t not in _STOP_TOKENS)
 
 
 def gold_f1(answer: str, gold: str, *, at_least: float = 0.0, question: str = "") -> float:

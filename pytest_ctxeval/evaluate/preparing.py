@@ -72,6 +72,7 @@ class Preparing:
             window.tools,
             message_tokens=partial(message_tokens, model=model),
             tools_tokens=partial(tools_tokens, model=model),
+            tokens_key=model,
         )
         ledger = self._ledgers.get((source, conversation.id, spec.name))
         if ledger is not None and not hasattr(probe, "base_id"):  # a sweep point sees less

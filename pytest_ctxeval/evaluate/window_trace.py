@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from typing import Any
 
 from ..messages import Message, content_text
-from ..probe_session import positions_of
+from ..probe_session import ProbeSession, indexed, positions_of
 from ..strategies.headtail import INDEX_INTRO
 from ..textcap import cap_text
 
@@ -63,12 +65,16 @@ def window_trace(
     *,
     message_tokens: Callable[[Message], int],
     tools_tokens: Callable[[list[dict[str, Any]]], int] = lambda tools: 0,
+    tokens_key: str | None = None,
 ) -> list[Part]:
     """The parts of the window ``sent``, in order, with the dropped runs of
     ``session`` between them; the tool definitions first, when there are any.
 
     ``session`` is what the full context would send (the probe question last);
-    ``message_tokens`` counts one message as the run counts it."""
+    ``message_tokens`` counts one message as the run counts it.  ``tokens_key``
+    names that count (its model): a probe's history then has its running
+    totals worked out once for all its probes, and a dropped run costs two
+    look-ups, not a count per message."""
     system = 1 if session and session[0].get("role") == "system" else 0
     matcher = _Matcher(session)
     parts: list[Part] = []
@@ -90,7 +96,8 @@ def window_trace(
         sources.append(index if part["mark"] != "summary" else None)
     parts.reverse()
     sources.reverse()
-    parts = _with_dropped(parts, sources, matcher.unused(), session, system, message_tokens)
+    run_tokens = _run_tokens(session, message_tokens, tokens_key)
+    parts = _with_dropped(parts, sources, matcher.unused(), system, run_tokens)
     parts = _fold_kept_runs(parts)
     if tools:
         text = "\n".join(_tool_line(tool) for tool in tools)
@@ -245,13 +252,31 @@ def _tool_line(tool: dict[str, Any]) -> str:
     return f"{function.get('name')}: {function.get('description') or ''}"
 
 
+def _run_tokens(
+    session: Sequence[Message], message_tokens: Callable[[Message], int], key: str | None
+) -> Callable[[int, int], int]:
+    """Tokens of ``session[first : last + 1]``."""
+    if key is None or not isinstance(session, ProbeSession):
+        return lambda first, last: sum(message_tokens(session[i]) for i in range(first, last + 1))
+    history = session.history
+    totals = indexed(
+        history, f"tokens:{key}", lambda h: list(accumulate(map(message_tokens, h), initial=0))
+    )
+
+    def tokens(first: int, last: int) -> int:
+        end = min(last + 1, len(history))
+        found = totals[end] - totals[first] if first < end else 0
+        return found + (message_tokens(session.current) if last >= len(history) else 0)
+
+    return tokens
+
+
 def _with_dropped(
     parts: list[Part],
     sources: list[int | None],
     unused: list[int],
-    session: Sequence[Message],
     system: int,
-    message_tokens: Callable[[Message], int],
+    run_tokens: Callable[[int, int], int],
 ) -> list[Part]:
     """``parts`` with each run of unused originals placed before the first part
     that stands for a later original (at the end if none does)."""
@@ -262,27 +287,22 @@ def _with_dropped(
         else:
             runs.append([index])
     out: list[Part] = []
-    pending = list(runs)
+    pending = deque(runs)
     for part, source in zip(parts, sources, strict=True):
         while pending and source is not None and pending[0][0] < source:
-            out.append(_dropped(pending.pop(0), session, system, message_tokens))
+            out.append(_dropped(pending.popleft(), system, run_tokens))
         out.append(part)
-    out.extend(_dropped(run, session, system, message_tokens) for run in pending)
+    out.extend(_dropped(run, system, run_tokens) for run in pending)
     return out
 
 
-def _dropped(
-    run: list[int],
-    session: Sequence[Message],
-    system: int,
-    message_tokens: Callable[[Message], int],
-) -> Part:
+def _dropped(run: list[int], system: int, run_tokens: Callable[[int, int], int]) -> Part:
     return {
         "mark": "dropped",
         "from": run[0] - system + 1,
         "to": run[-1] - system + 1,
         "count": len(run),
-        "tokens": sum(message_tokens(session[i]) for i in run),
+        "tokens": run_tokens(run[0], run[-1]),
     }
 
 
