@@ -85,3 +85,24 @@ def test_the_oracle_finds_an_answer_whose_words_are_stemmed_or_upper_case():
 )
 def test_normalising_texts_one_by_one_and_joining_them_is_normalising_them_joined(texts):
     assert text.normalise_joined(texts) == text.normalise("\n".join(texts))
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "found"),
+    [
+        ("port 15.", "15", True),
+        ("at 12:15:03 it failed", "15", True),
+        ("port 150", "15", False),
+        ("in 2015", "15", False),
+        ("ratio 15.5", "15", False),
+        ("the  Staging\nPort is 5433", "staging port", True),
+        ("stagingport", "staging port", False),
+        ("anything", "", False),
+    ],
+)
+def test_a_phrase_is_found_as_whole_words_in_normalised_text(text, phrase, found):
+    assert text_module_contains(text, phrase) is found
+
+
+def text_module_contains(raw: str, phrase: str) -> bool:
+    return text.contains_phrase(text.normalise(raw), phrase)
