@@ -212,9 +212,12 @@ def pytest_runtest_makereport(
     record = item.stash.get(RECORD_KEY, None)
     if record is not None and call.when == "call":
         if hasattr(item.config, "workerinput"):
-            # A plain string attribute travels from xdist workers to the
-            # controller with the report, so only the controller ever writes results.
-            report.ctxeval_record = record.model_dump_json()
+            # Plain attributes travel from xdist workers to the controller with
+            # the report, so only the controller ever writes results; what the
+            # session's earlier record sent already is named, not sent again.
+            payload, same = item.config.stash[SESSION_KEY].payloads().payload(record)
+            report.ctxeval_record, report.ctxeval_same = payload, same
+            report.ctxeval_worker = str(item.config.workerinput.get("workerid", ""))
         else:  # the controller is this process: it takes the record as it is
             item.config.stash[SESSION_KEY].local_records[item.nodeid] = record
     return report
@@ -335,7 +338,9 @@ class ControllerHooks:
             if record is not None:
                 self.ctx.keep(record)
             elif payload is not None:
-                record = self.ctx.add_record(payload)
+                same = getattr(report, "ctxeval_same", None) or []
+                worker = str(getattr(report, "ctxeval_worker", ""))
+                record = self.ctx.add_record(payload, same, worker)
         if record is None and report.failed:
             self.other_failures += 1
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .gate.run import Gate, GateResult
     from .history.run import RunHistory
     from .results.record import ResultRecord
+    from .results.record_payload import PayloadReceiver, PayloadSender
     from .results.run_info import RunInfo
     from .results.shared_values import SharedValues
     from .run_lock import RunLock
@@ -50,6 +51,10 @@ class CtxSession:
     records: list[ResultRecord] = field(default_factory=list)
     # What the kept records of a session share, kept once (made with the first record).
     shared: SharedValues | None = None
+    # Under xdist: a worker's records leave out what their session sent
+    # already (see results.record_payload); made with the first record.
+    _sent: PayloadSender | None = None
+    _received: PayloadReceiver | None = None
     # Without xdist: the record of each item just run, by node id, for the
     # controller hooks in this same process (no trip through JSON).
     local_records: dict[str, ResultRecord] = field(default_factory=dict)
@@ -317,11 +322,22 @@ class CtxSession:
         for run, probe_id in probes:
             self.selection.setdefault(run, set()).add(probe_id)
 
-    def add_record(self, payload: str) -> ResultRecord:
-        """Controller side: ``keep`` the record an xdist worker sent as JSON."""
-        from .results.record import ResultRecord
+    def add_record(self, payload: str, same: list[str], worker: str) -> ResultRecord:
+        """Controller side: ``keep`` the record an xdist worker sent as JSON,
+        less the values (``same``) its session's earlier record sent."""
+        if self._received is None:
+            from .results.record_payload import PayloadReceiver
 
-        return self.keep(ResultRecord.model_validate_json(payload))
+            self._received = PayloadReceiver()
+        return self.keep(self._received.record(payload, same, worker))
+
+    def payloads(self) -> PayloadSender:
+        """Worker side: what turns each record into its report's payload."""
+        if self._sent is None:
+            from .results.record_payload import PayloadSender
+
+            self._sent = PayloadSender()
+        return self._sent
 
     def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
         """Controller side: an ``error`` record for an item whose xdist worker
