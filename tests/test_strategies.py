@@ -394,6 +394,30 @@ def test_headtail_fork_has_its_own_memory() -> None:
     assert after.messages == before.messages and after.tools == before.tools
 
 
+def test_rag_fork_indexes_on_its_own() -> None:
+    from pytest_ctxeval.strategies.rag import RagStrategy
+
+    original = RagStrategy(keep_turns=1, k=1)
+    for turn in range(4):
+        original.add({"role": "user", "content": f"Turn {turn}: the port is {5000 + turn}."})
+        original.add({"role": "assistant", "content": "Noted."})
+    original.add({"role": "user", "content": "Which port?"})
+    before = original.window()
+    postings = {t: (list(d), list(f)) for t, (d, f) in original.index.postings.items()}
+    indexed = (list(original.index.lengths), postings, list(original.chunks))
+    fork = original.fork()
+    fork.add({"role": "assistant", "content": "Port 5003."})
+    fork.add({"role": "user", "content": "Port 9999 is the backup port."})
+    fork.add({"role": "assistant", "content": "Noted."})
+    fork.add({"role": "user", "content": "Which backup port?"})
+    fork.window()
+    assert len(fork.index.lengths) > len(indexed[0]) and len(fork.chunks) > len(indexed[2])
+    assert list(original.index.lengths) == indexed[0] and original.chunks == indexed[2]
+    assert {t: (list(d), list(f)) for t, (d, f) in original.index.postings.items()} == postings
+    after = original.window()
+    assert after.messages == before.messages
+
+
 # --- memory store and previews ----------------------------------------------
 
 

@@ -114,7 +114,15 @@ class BaseStrategy:
     def fork(self) -> BaseStrategy:
         """An independent copy: each probe continues from the same state."""
         history = getattr(self, "history", None)
-        return copy.deepcopy(self, _plain_copies(history if isinstance(history, list) else []))
+        memo = _plain_copies(history if isinstance(history, list) else [])
+        memo.update(self._copies_for_fork())
+        return copy.deepcopy(self, memo)
+
+    def _copies_for_fork(self) -> dict[int, Any]:
+        """Copies ``fork`` takes as they are, by the id of what they copy: a
+        list of immutable items needs only a new list, and deepcopy would
+        visit every item (a fork is made per probe)."""
+        return {}
 
     def params(self) -> dict[str, Any]:
         """The parameters this instance runs with, for reports and listings."""

@@ -72,6 +72,10 @@ class RagStrategy(TracksUserTurns):
             params["embedding_model"] = self.embedding_model
         return params
 
+    def _copies_for_fork(self) -> dict[int, Any]:
+        # (turn, text) pairs and texts: nothing in them changes.
+        return {id(self.chunks): list(self.chunks), id(self.texts): list(self.texts)}
+
     def window(self) -> Window:
         # Positions in the history, not copies of it: a window costs the turns
         # it shows and the turns newly evicted, not the whole session.

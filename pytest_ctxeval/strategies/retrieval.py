@@ -51,6 +51,16 @@ class BM25Index:
         # search reads only the documents that share a term with the query.
         self.postings: dict[str, tuple[array[int], array[int]]] = {}
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> BM25Index:
+        # Arrays of numbers copy whole (a fork is made per probe; deepcopy
+        # would go through the postings value by value).
+        copied = BM25Index(self.k1, self.b)
+        copied.lengths = self.lengths[:]
+        copied.total_length = self.total_length
+        copied.postings = {t: (docs[:], tfs[:]) for t, (docs, tfs) in self.postings.items()}
+        memo[id(self)] = copied
+        return copied
+
     def add(self, text: str) -> int:
         doc = len(self.lengths)
         counts = Counter(terms(text))
