@@ -65,3 +65,14 @@ def test_a_secret_in_a_shared_value_is_scrubbed_though_its_text_was_kept(
     line = record_json(second)
     assert value not in line
     assert json.loads(line)["fact_ledger"]["needle"][0][1] == 3
+
+
+def test_with_no_secret_known_sealing_does_not_write_the_record_to_look_for_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(redact, "_known_secrets", lambda scenario=True: frozenset())
+
+    def never(value: Any) -> str:
+        raise AssertionError("written out with nothing to look for")
+
+    assert not redact.needs_scrub({"answer": "anything"}, encode=never)
