@@ -243,6 +243,9 @@ class ControllerHooks:
         # Under xdist: where the workers share their parsing (see xdist_collect).
         self.parsed_dir: Path | None = None
         self._sizes: dict[str, dict[str, int]] = {}  # scenario sizes by file, read once
+        # Files known to be scenario files: asked for each of thousands of
+        # node ids (collection, scheduling), and a file stays one.
+        self._scenario_files: set[str] = set()
         self.ledger_breaches: list[str] = []  # --ctx-fail-if's fact-ledger rules broken
 
     @pytest.hookimpl(optionalhook=True)
@@ -321,13 +324,18 @@ class ControllerHooks:
         path, _, rest = nodeid.partition("::")
         if "::" not in rest or not rest.endswith("]"):
             return False
+        if path in self._scenario_files:
+            return True
         file = self.config.rootpath / path
+        found = False
         if self.parsed_dir is not None:
             from .xdist_collect import was_parsed
 
-            if was_parsed(self.parsed_dir, file):  # a worker took it as one: no need to read it
-                return True
-        return scenario_file_rule(self.config).collects(file)
+            found = was_parsed(self.parsed_dir, file)  # a worker took it as one: no need to read it
+        if found or scenario_file_rule(self.config).collects(file):
+            self._scenario_files.add(path)
+            return True
+        return False
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = None
