@@ -78,6 +78,16 @@ def test_a_scenario_with_a_lone_surrogate_is_an_error_at_its_line(ctx):
     assert "scenarios/bad.yaml:3:11: a lone surrogate U+D800" in output(result)
 
 
+@pytest.mark.parametrize("escape", ["\\ud800", "\\U0000DC00", "\\uD83D"])
+def test_every_escape_that_makes_a_lone_surrogate_is_refused(escape):
+    from pytest_ctxeval.scenario.errors import ScenarioError
+    from pytest_ctxeval.scenario.loader import parse_conversations
+
+    text = f'id: bad\nturns:\n  - user: "caf{escape}e"\nprobes:\n  - {{id: p, user: q}}\n'
+    with pytest.raises(ScenarioError, match="bad.yaml:3:11: a lone surrogate"):
+        parse_conversations(text, "bad.yaml")
+
+
 # -- presets --------------------------------------------------------------------------------
 
 BOMB = """\

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from yaml.reader import Reader
 
+from ..textcap import surrogate_problem
 from .errors import NotAScenario, ScenarioError
 from .limits import Limits
 from .yamlbounds import _Budget as _Budget
@@ -132,12 +133,20 @@ def _load(
         if only_if is not None and not only_if(node):
             raise NotAScenario(display)
         _reject_duplicate_keys(node, display)
-        _reject_surrogates(node, display)
+        if _may_make_surrogates(text):
+            _reject_surrogates(node, display)
         data = loader.construct_document(node)
     finally:
         if loader is not None:
             loader.dispose()
     return node, data
+
+
+def _may_make_surrogates(text: str) -> bool:
+    """Whether a value of ``text`` can hold a lone surrogate: only a ``\\u``
+    or ``\\U`` escape makes one (text read from a file cannot hold one
+    itself), so a file without such an escape is not walked value by value."""
+    return "\\u" in text or "\\U" in text or surrogate_problem(text) is not None
 
 
 def _unprintable(exc: yaml.reader.ReaderError) -> str:
