@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..llm.request_text import message_texts, tools_texts
-from ..llm.text import contains_phrase, normalise
+from ..llm.text import contains_phrase, normalise, normalised
 from ..scenario.build import Fact
 from ..strategies.base import Window
 
@@ -202,17 +202,12 @@ def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
     found = set()
     for fact in facts:
         for i, piece in enumerate(fact.pieces()):
-            if _normalised(piece) in visible:
+            if normalised(piece) in visible:
                 found.add((fact.id, i))
         for j, answer in enumerate(fact.answers):
             if contains_phrase(visible, answer):  # a substring test first, then whole words
                 found.add((fact.id, -1 - j))
     return frozenset(found)
-
-
-@lru_cache(maxsize=4096)
-def _normalised(text: str) -> str:
-    return normalise(text)
 
 
 def _slot_mutated(fact: Fact, texts: Callable[[], list[str]]) -> bool:

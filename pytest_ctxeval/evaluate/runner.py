@@ -231,6 +231,7 @@ class Evaluator(Preparing, Finishing):
         left.difference_update(p.id for p in probes)
         if not left:
             self._traces.pop(run, None)
+            self._shared.forget(run)
 
     def _evaluate_many(
         self,

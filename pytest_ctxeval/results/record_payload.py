@@ -18,12 +18,9 @@ from typing import Any
 
 from .record import ResultRecord
 from .record_text import SHARED_FIELDS
+from .shared_values import same_value, session_of
 
 Session = tuple[str, str, str]
-
-
-def _session(record: ResultRecord) -> Session:
-    return (record.scenario_file, record.scenario, record.strategy)
 
 
 class PayloadSender:
@@ -34,14 +31,13 @@ class PayloadSender:
 
     def payload(self, record: ResultRecord) -> tuple[str, list[str]]:
         """(the record's JSON, the shared fields left out of it)."""
-        sent = self._sent.setdefault(_session(record), {})
+        sent = self._sent.setdefault(session_of(record), {})
         same: list[str] = []
         for name in SHARED_FIELDS:
             value = getattr(record, name, None)
             if not value:
                 continue
-            before = sent.get(name)
-            if before is value or (type(before) is type(value) and before == value):
+            if same_value(sent.get(name), value):
                 same.append(name)
             else:
                 sent[name] = value
@@ -56,7 +52,7 @@ class PayloadReceiver:
 
     def record(self, payload: str, same: list[str], worker: str) -> ResultRecord:
         record = ResultRecord.model_validate_json(payload)
-        kept = self._kept.setdefault((worker, _session(record)), {})
+        kept = self._kept.setdefault((worker, session_of(record)), {})
         for name in SHARED_FIELDS:
             if name in same:
                 if name in kept:

@@ -39,7 +39,9 @@ class _SharedTexts:
 
     def __init__(self) -> None:
         self._texts: dict[int, tuple[Any, str]] = {}
-        self._lock = threading.Lock()  # records are sealed in worker threads too
+        # Dropping the oldest entry iterates the dict: safe should records
+        # ever be written from more than one thread.
+        self._lock = threading.Lock()
 
     def text(self, value: Any) -> str:
         found = self._texts.get(id(value))

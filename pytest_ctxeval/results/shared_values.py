@@ -23,7 +23,7 @@ class SharedValues:
     def share(self, record: ResultRecord) -> None:
         """Point ``record``'s shareable fields at the values its session kept,
         where they are equal."""
-        kept = self._kept.setdefault((record.scenario_file, record.scenario, record.strategy), {})
+        kept = self._kept.setdefault(session_of(record), {})
         for name in SHARED_FIELDS:
             value = getattr(record, name, None)
             if not value:
@@ -31,7 +31,25 @@ class SharedValues:
             before = kept.get(name)
             if before is value:
                 continue
-            if before is not None and type(before) is type(value) and before == value:
+            if same_value(before, value):
                 setattr(record, name, before)
             else:
                 kept[name] = value
+
+    def forget(self, session: tuple[str, str, str]) -> None:
+        """Drop what ``session`` (scenario file, scenario, strategy) kept: it
+        has no record to come."""
+        self._kept.pop(session, None)
+
+
+def session_of(record: ResultRecord) -> tuple[str, str, str]:
+    """The session a record belongs to: (scenario file, scenario, strategy)."""
+    return (record.scenario_file, record.scenario, record.strategy)
+
+
+def same_value(before: Any, value: Any) -> bool:
+    """Whether a kept value may stand for ``value``: the same object, or an
+    equal one of the same type (``1`` is not ``True``)."""
+    return before is value or (
+        before is not None and type(before) is type(value) and before == value
+    )
