@@ -208,7 +208,11 @@ class ProbeItem(pytest.Item):
             session.evaluator.evaluate(self.conversation, self.spec, self.probe, source=self.source)
         )
         self.stash[RECORD_KEY] = record
-        self.user_properties.extend(junit_properties(record))
+        if not hasattr(self.config, "workerinput"):
+            # An xdist worker leaves them to the controller, which makes them
+            # from the record it receives: sent, they would double the size of
+            # the item's call and teardown reports.
+            self.user_properties.extend(junit_properties(record))
         stop = session.evaluator.stop_reason
         if stop is not None:  # this item keeps its record; none after it runs
             self.session.shouldstop = printable(stop)

@@ -23,6 +23,7 @@ from .collect import (
     USAGE_ERROR_ATTR,
     ProbeItem,
     ScenarioFile,
+    junit_properties,
     register_tag,
 )
 from .duplicate_ids import DuplicateScenarioIds
@@ -247,6 +248,9 @@ class ControllerHooks:
         # node ids (collection, scheduling), and a file stays one.
         self._scenario_files: set[str] = set()
         self.ledger_breaches: list[str] = []  # --ctx-fail-if's fact-ledger rules broken
+        # Under xdist: each item's --junitxml properties, from its call report
+        # to its teardown report (a worker sends none: see ProbeItem.runtest).
+        self._properties: dict[str, list[tuple[str, object]]] = {}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -337,8 +341,12 @@ class ControllerHooks:
             return True
         return False
 
+    # tryfirst: the properties are on the report before --junitxml reads them.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = None
+        if report.when == "teardown" and report.nodeid in self._properties:
+            report.user_properties.extend(self._properties.pop(report.nodeid))
         if report.when == "call":
             # In this process: the record itself; from an xdist worker: its JSON.
             record = self.ctx.local_records.pop(report.nodeid, None)
@@ -349,6 +357,8 @@ class ControllerHooks:
                 same = getattr(report, "ctxeval_same", None) or []
                 worker = str(getattr(report, "ctxeval_worker", ""))
                 record = self.ctx.add_record(payload, same, worker)
+                self._properties[report.nodeid] = junit_properties(record)
+                report.user_properties.extend(self._properties[report.nodeid])
         if record is None and report.failed:
             self.other_failures += 1
 

@@ -230,6 +230,41 @@ def test_junitxml_carries_the_outcome_as_properties(ctx: CtxProject, tmp_path: P
     assert '<property name="ctxeval.cost_usd" value="0.000000"' in case
 
 
+def _junit_properties(path: Path) -> dict[str, list[tuple[str, str]]]:
+    import xml.etree.ElementTree as ET
+
+    cases = ET.parse(path).getroot().iter("testcase")
+    return {
+        case.get("name", ""): [
+            (p.get("name", ""), p.get("value", "")) for p in case.iter("property")
+        ]
+        for case in cases
+    }
+
+
+def test_junitxml_properties_are_the_same_with_or_without_workers(
+    ctx: CtxProject, tmp_path: Path
+) -> None:
+    # Workers send no properties: the controller makes them from each record.
+    ctx.scenario("recall", RECALL)
+    serial, workers = tmp_path / "serial.xml", tmp_path / "workers.xml"
+    ctx.run(STRATEGIES, f"--junitxml={serial}", "--ctx-fail-on=never")
+    ctx.run(STRATEGIES, f"--junitxml={workers}", "--ctx-fail-on=never", "-n", "2")
+    expected = _junit_properties(serial)
+    assert len(expected) == 6
+    for name, properties in expected.items():
+        assert [p for p, _ in properties] == [
+            "ctxeval.classification",
+            "ctxeval.verdict",
+            "ctxeval.strategy",
+            "ctxeval.prompt_tokens",
+            "ctxeval.cumulative_input_tokens",
+            "ctxeval.cost_usd",
+            "ctxeval.fact_survival",
+        ], name
+    assert _junit_properties(workers) == expected
+
+
 def test_markdown_summary_is_appended(ctx: CtxProject) -> None:
     ctx.scenario("recall", RECALL)
     write_baseline(ctx)
