@@ -224,17 +224,33 @@ def _known_secrets(*, scenario: bool = True) -> frozenset[str]:
     keys and (with ``scenario``) what scenarios marked secret."""
     with _explicit_lock:
         explicit = frozenset(_explicit | _scenario) if scenario else frozenset(_explicit)
-    return _environment_secrets(tuple(os.environ.items())) | explicit
+    return _environment_secrets() | explicit
+
+
+def _environment_secrets() -> frozenset[str]:
+    """The secret values of the environment as it is now.  Read for every
+    record, while pytest changes PYTEST_CURRENT_TEST for every test: each
+    variable's verdict is cached, not the whole environment's."""
+    stored = getattr(os.environ, "_data", None)
+    # The mapping os.environ keeps encoded: os.environ.items() would decode
+    # every name and value on each call.
+    pairs = stored.items() if isinstance(stored, dict) else os.environ.items()
+    return _as_set(tuple(value for value in map(_secret_value, pairs) if value is not None))
+
+
+@lru_cache(maxsize=4096)
+def _secret_value(pair: tuple[Any, Any]) -> str | None:
+    name, value = pair
+    if not isinstance(name, str):  # as stored: encoded
+        name, value = os.environ.decodekey(name), os.environ.decodevalue(value)  # type: ignore[attr-defined]
+    if len(value) >= MIN_SECRET_CHARS and is_secret_name(name) and not _is_path(value):
+        return value
+    return None
 
 
 @lru_cache(maxsize=8)
-def _environment_secrets(environ: tuple[tuple[str, str], ...]) -> frozenset[str]:
-    # Cached by the whole environment: it rarely changes, and scrub runs often.
-    return frozenset(
-        value
-        for name, value in environ
-        if len(value) >= MIN_SECRET_CHARS and is_secret_name(name) and not _is_path(value)
-    )
+def _as_set(values: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(values)
 
 
 @lru_cache(maxsize=8)
