@@ -48,6 +48,13 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
         self._is_probe = is_probe
         self._session_size = session_size
         self._ordered = False
+        # Items each worker has been sent and not yet reported: xdist's own
+        # count walks every item it ever sent that worker, for each report
+        # (quadratic in a run of thousands of items).
+        self._left: dict[Any, int] = {}
+        # Each worker's collection by node id: xdist searches the list for
+        # every item it sends.
+        self._indexes: dict[Any, dict[str, int]] = {}
 
     def _split_scope(self, nodeid: str) -> str:
         return scenario_scope(nodeid, self._is_probe)
@@ -56,7 +63,30 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
         if not self._ordered:  # the queue is complete before the first unit goes out
             self._ordered = True
             biggest_first(self.workqueue, self._session_size)
-        super()._assign_work_unit(node)
+        # As --dist loadscope sends a unit, each item found by its node id.
+        scope, unit = self.workqueue.popitem(last=False)
+        self.assigned_work.setdefault(node, {})[scope] = unit
+        if node not in self._indexes:
+            collection = self.registered_collections[node]
+            self._indexes[node] = {nodeid: i for i, nodeid in enumerate(collection)}
+        index = self._indexes[node]
+        sent = [index[nodeid] for nodeid, done in unit.items() if not done]
+        self._left[node] = self._left.get(node, 0) + len(sent)
+        node.send_runtest_some(sent)
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        nodeid = self.registered_collections[node][item_index]
+        unit = self.assigned_work[node][self._split_scope(nodeid)]
+        if not unit[nodeid]:
+            self._left[node] -= 1
+        unit[nodeid] = True
+        self._reschedule(node)
+
+    def _pending_of(self, workload: dict[str, dict[str, bool]]) -> int:
+        for node, work in self.assigned_work.items():
+            if work is workload and node in self._left:
+                return self._left[node]
+        return int(super()._pending_of(workload))
 
     def _reschedule(self, node: Any) -> None:
         # A replacement worker is known from its start but can only be sent
@@ -95,6 +125,8 @@ class ScenarioScheduling(LoadScopeScheduling):  # type: ignore[misc]
         for scope in [scope for scope, unit in work.items() if all(unit.values())]:
             del work[scope]
         super().remove_node(node)
+        self._left.pop(node, None)
+        self._indexes.pop(node, None)
         return crashed
 
 

@@ -161,3 +161,52 @@ def test_a_crash_while_a_replacement_worker_is_still_collecting_loses_nothing(
     sched.add_node_collection(replacement, items)
     sched.schedule()
     assert replacement.sent == [2]  # the rest of the crashed worker's run
+
+
+def test_the_scheduler_hands_out_work_as_xdists_own_bookkeeping_would(
+    pytester: pytest.Pytester,
+) -> None:
+    # The scheduler counts each worker's items left as reports come in;
+    # xdist recounts every item it ever sent the worker for each report.
+    # Driven through the same reports (and a crash), both send the same.
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    from pytest_ctxeval.xdist_runs import ScenarioScheduling
+
+    class Recounting(ScenarioScheduling):  # type: ignore[misc]
+        _pending_of = LoadScopeScheduling._pending_of
+        mark_test_complete = LoadScopeScheduling.mark_test_complete
+
+    config = pytester.parseconfig("--tx", "2*popen")
+    items = [f"s/{s}.yaml::{s}::{p}[full]" for s in "abcdefg" for p in ("x", "y", "z", "w")]
+    sent: list[list[list[int]]] = []
+    for kind in (ScenarioScheduling, Recounting):
+        sched = kind(config, None, lambda nodeid: nodeid.endswith("]"))
+        workers = [_Worker("gw0"), _Worker("gw1")]
+        for worker in workers:
+            sched.add_node(worker)
+            sched.add_node_collection(worker, items)
+        sched.schedule()
+        done = {worker: 0 for worker in workers}
+        steps = 0
+        while not sched.tests_finished and steps < 200:
+            steps += 1
+            worker = workers[steps % len(workers)]
+            if steps == 9:  # gw1 dies; its replacement takes over its runs
+                sched.remove_node(workers[1])
+                dead = workers[1]
+                workers[1] = _Worker("gw2")
+                done[workers[1]] = 0
+                sched.add_node(workers[1])
+                sched.add_node_collection(workers[1], items)
+                sched.schedule()
+                continue
+            if done[worker] < len(worker.sent):
+                sched.mark_test_complete(worker, worker.sent[done[worker]])
+                done[worker] += 1
+        assert sched.tests_finished
+        sent.append([worker.sent for worker in (*workers, dead)])
+    ours, xdists = sent
+    assert ours == xdists
+    assert {index for indices in ours for index in indices} == set(range(len(items)))
+    assert ours[1], "the replacement worker took over the crashed worker's runs"
