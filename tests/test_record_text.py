@@ -42,7 +42,8 @@ def test_a_shared_value_is_written_once_and_a_new_one_never_gets_its_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     written: list[Any] = []
-    monkeypatch.setattr(record_text, "dumps", lambda value: written.append(value) or plain(value))
+    counting = record_text.TextsByIdentity(lambda value: written.append(value) or plain(value))
+    monkeypatch.setattr(record_text, "_shared_texts", counting)
     series = {"prompt_tokens": list(range(300))}
     for probe in range(5):
         data = {"probe": f"p{probe}", "session_requests": series}
@@ -76,3 +77,17 @@ def test_with_no_secret_known_sealing_does_not_write_the_record_to_look_for_one(
         raise AssertionError("written out with nothing to look for")
 
     assert not redact.needs_scrub({"answer": "anything"}, encode=never)
+
+
+def test_the_junit_fact_survival_property_follows_each_records_own_value() -> None:
+    # Kept per shared object: a record that shares it gets its text, a
+    # record with another value never does.
+    from pytest_ctxeval.collect import junit_properties
+
+    survival = {"a": "verbatim", "b": "gone"}
+    first = ResultRecord(**FIELDS, classification="ok", fact_survival=survival)
+    second = ResultRecord(**FIELDS, classification="ok")
+    second.fact_survival = first.fact_survival  # as a run shares equal values
+    third = ResultRecord(**FIELDS, classification="ok", fact_survival={"a": "verbatim"})
+    texts = [dict(junit_properties(r))["ctxeval.fact_survival"] for r in (first, second, third)]
+    assert texts == ["a=verbatim,b=gone", "a=verbatim,b=gone", "a=verbatim"]

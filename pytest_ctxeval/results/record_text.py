@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 # The fields a session's records share, most of a record's size.
@@ -34,10 +35,14 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
-class _SharedTexts:
-    """JSON text per value object; the object is held, so its id stays its own."""
+class TextsByIdentity:
+    """The text ``write`` makes of a value, kept per value object; the object
+    is held, so its id stays its own.  For the values a session's records
+    share: equal values are one object (see ``shared_values``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, write: Callable[[Any], str], kept: int = KEPT_TEXTS) -> None:
+        self._write = write
+        self._kept = kept
         self._texts: dict[int, tuple[Any, str]] = {}
         # Dropping the oldest entry iterates the dict: safe should records
         # ever be written from more than one thread.
@@ -47,15 +52,15 @@ class _SharedTexts:
         found = self._texts.get(id(value))
         if found is not None and found[0] is value:
             return found[1]
-        text = dumps(value)
+        text = self._write(value)
         with self._lock:
-            if len(self._texts) >= KEPT_TEXTS:
+            if len(self._texts) >= self._kept:
                 del self._texts[next(iter(self._texts))]  # the oldest
             self._texts[id(value)] = (value, text)
         return text
 
 
-_shared_texts = _SharedTexts()
+_shared_texts = TextsByIdentity(dumps)
 
 
 def record_dumps(data: dict[str, Any]) -> str:
