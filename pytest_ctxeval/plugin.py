@@ -216,7 +216,7 @@ def pytest_runtest_makereport(
             # Plain attributes travel from xdist workers to the controller with
             # the report, so only the controller ever writes results; what the
             # session's earlier record sent already is named, not sent again.
-            payload, same = item.config.stash[SESSION_KEY].payloads().payload(record)
+            payload, same = item.config.stash[SESSION_KEY].payload(record)
             report.ctxeval_record, report.ctxeval_same = payload, same
             report.ctxeval_worker = str(item.config.workerinput.get("workerid", ""))
         else:  # the controller is this process: it takes the record as it is

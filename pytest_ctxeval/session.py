@@ -54,6 +54,7 @@ class CtxSession:
     # Under xdist: a worker's records leave out what their session sent
     # already (see results.record_payload); made with the first record.
     _sent: PayloadSender | None = None
+    _sent_count = 0
     _received: PayloadReceiver | None = None
     # Without xdist: the record of each item just run, by node id, for the
     # controller hooks in this same process (no trip through JSON).
@@ -331,13 +332,18 @@ class CtxSession:
             self._received = PayloadReceiver()
         return self.keep(self._received.record(payload, same, worker))
 
-    def payloads(self) -> PayloadSender:
-        """Worker side: what turns each record into its report's payload."""
+    def payload(self, record: ResultRecord) -> tuple[str, list[str]]:
+        """Worker side: ``record`` as its report's payload (see
+        results.record_payload).  What the worker keeps alive meanwhile is
+        frozen every few records, as the controller's kept records are."""
         if self._sent is None:
             from .results.record_payload import PayloadSender
 
             self._sent = PayloadSender()
-        return self._sent
+        self._sent_count += 1
+        if self._sent_count % FREEZE_EVERY_RECORDS == 0:
+            keep_out_of_full_collections()
+        return self._sent.payload(record)
 
     def add_crash_record(self, nodeid: str, message: str) -> ResultRecord:
         """Controller side: an ``error`` record for an item whose xdist worker

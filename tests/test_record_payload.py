@@ -80,3 +80,34 @@ def test_a_value_named_but_never_received_makes_the_record_an_error_not_a_crash(
     payload, _ = PayloadSender().payload(record("p0"))
     out = PayloadReceiver().record(payload, ["session_requests"], "gw0")
     assert out.error is not None and "session_requests" in out.error
+
+
+def test_a_worker_freezes_what_it_keeps_alive_every_few_records_it_sends(tmp_path: Any) -> None:
+    # As the controller freezes the records it keeps: the worker's live
+    # sessions stay out of the collector's full passes (see kept_objects).
+    import gc
+
+    from pytest_ctxeval.kept_objects import FREEZE_EVERY_RECORDS
+    from pytest_ctxeval.options import CtxOptions
+    from pytest_ctxeval.session import CtxSession
+
+    options = CtxOptions(
+        strategies="full",
+        model="ctxeval/oracle",
+        api_base=None,
+        report=tmp_path / "report.html",
+        results=tmp_path / "results.jsonl",
+        fail_on="context_loss",
+        scenario_dirs=(),
+    )
+    session = CtxSession(options=options, rootdir=tmp_path)
+    gc.unfreeze()
+    try:
+        for n in range(FREEZE_EVERY_RECORDS - 1):
+            payload, _ = session.payload(record(f"p{n}"))
+            assert ResultRecord.model_validate_json(payload).probe == f"p{n}"
+        assert gc.get_freeze_count() == 0
+        session.payload(record("last"))
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
