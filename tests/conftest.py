@@ -122,6 +122,24 @@ def xdist_args(request: pytest.FixtureRequest) -> tuple[str, ...]:
     return XDIST_MODES[request.param]
 
 
+def plain_session(tmp_path: Path) -> Any:
+    """A ``CtxSession`` on the oracle and ``full``, its outputs in ``tmp_path``,
+    made outside any pytest run (for what a controller or worker does alone)."""
+    from pytest_ctxeval.options import CtxOptions
+    from pytest_ctxeval.session import CtxSession
+
+    options = CtxOptions(
+        strategies="full",
+        model="ctxeval/oracle",
+        api_base=None,
+        report=tmp_path / "report.html",
+        results=tmp_path / "results.jsonl",
+        fail_on="context_loss",
+        scenario_dirs=(),
+    )
+    return CtxSession(options=options, rootdir=tmp_path)
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]

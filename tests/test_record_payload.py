@@ -87,20 +87,11 @@ def test_a_worker_freezes_what_it_keeps_alive_every_few_records_it_sends(tmp_pat
     # sessions stay out of the collector's full passes (see kept_objects).
     import gc
 
-    from pytest_ctxeval.kept_objects import FREEZE_EVERY_RECORDS
-    from pytest_ctxeval.options import CtxOptions
-    from pytest_ctxeval.session import CtxSession
+    from conftest import plain_session
 
-    options = CtxOptions(
-        strategies="full",
-        model="ctxeval/oracle",
-        api_base=None,
-        report=tmp_path / "report.html",
-        results=tmp_path / "results.jsonl",
-        fail_on="context_loss",
-        scenario_dirs=(),
-    )
-    session = CtxSession(options=options, rootdir=tmp_path)
+    from pytest_ctxeval.kept_objects import FREEZE_EVERY_RECORDS
+
+    session = plain_session(tmp_path)
     gc.unfreeze()
     try:
         for n in range(FREEZE_EVERY_RECORDS - 1):

@@ -327,19 +327,9 @@ def test_a_probe_asked_as_a_new_chats_first_turn_is_asked_in_the_new_chat(ctx):
 
 
 def test_an_item_whose_worker_crashed_keeps_its_probe_turn(tmp_path):
-    from pytest_ctxeval.options import CtxOptions
-    from pytest_ctxeval.session import CtxSession
+    from conftest import plain_session
 
-    options = CtxOptions(
-        strategies="full",
-        model="ctxeval/oracle",
-        api_base=None,
-        report=tmp_path / "report.html",
-        results=tmp_path / "results.jsonl",
-        fail_on="context_loss",
-        scenario_dirs=(),
-    )
-    session = CtxSession(options=options, rootdir=tmp_path)
+    session = plain_session(tmp_path)
     swept = session.add_crash_record("scenarios/s.yaml::s::code@turn-4[full]", "worker died")
     plain = session.add_crash_record("scenarios/s.yaml::s::code[full]", "worker died")
     assert (swept.probe, swept.probe_turn) == ("code@turn-4", 4)
