@@ -239,10 +239,9 @@ def _environment_secrets() -> frozenset[str]:
 
 
 @lru_cache(maxsize=4096)
-def _secret_value(pair: tuple[Any, Any]) -> str | None:
-    name, value = pair
-    if not isinstance(name, str):  # as stored: encoded
-        name, value = os.environ.decodekey(name), os.environ.decodevalue(value)  # type: ignore[attr-defined]
+def _secret_value(pair: tuple[str | bytes, str | bytes]) -> str | None:
+    # Stored encoded on POSIX, as os.environ decodes it; a str is kept as it is.
+    name, value = os.fsdecode(pair[0]), os.fsdecode(pair[1])
     if len(value) >= MIN_SECRET_CHARS and is_secret_name(name) and not _is_path(value):
         return value
     return None
