@@ -28,6 +28,7 @@ from .collect import (
 )
 from .duplicate_ids import DuplicateScenarioIds
 from .history.options import HistoryOptions, add_history_options
+from .kept_objects import keep_to_the_end
 from .live.hooks import register_live_feedback
 from .live.options import add_live_options
 from .options import CtxOptions, add_options
@@ -143,7 +144,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from .llm.local_tokenizer import local_encoding
 
         local_encoding()
-        gc.freeze()
+        keep_to_the_end()
 
 
 @pytest.hookimpl(trylast=True)

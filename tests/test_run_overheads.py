@@ -23,9 +23,13 @@ probes:
 """
 
 CHECK = textwrap.dedent("""
+    import atexit
     import gc
     import sys
     import pytest
+
+    # Registered first, so it runs last as the interpreter exits.
+    atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0, flush=True))
 
     class Check:
         def pytest_sessionfinish(self, session):
@@ -55,6 +59,8 @@ def test_a_scenario_run_freezes_what_collection_built(tmp_path: Path) -> None:
     out = run(tmp_path, "--ctx-strategy=full")
     assert "frozen during the run: True" in out, out
     assert "frozen after: False exit 0" in out, out
+    # The interpreter's last collection does not walk what the run left.
+    assert "frozen at exit: True" in out, out
 
 
 def test_an_unrelated_project_is_left_alone(tmp_path: Path) -> None:
@@ -63,6 +69,7 @@ def test_an_unrelated_project_is_left_alone(tmp_path: Path) -> None:
     out = run(tmp_path)
     assert "frozen during the run: False" in out, out
     assert "frozen after: False exit 0" in out, out
+    assert "frozen at exit: False" in out, out
 
 
 TWO_PROBES = """
