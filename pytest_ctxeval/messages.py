@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 Message = dict[str, Any]
@@ -25,4 +26,22 @@ def identical_prefix_length(previous: Sequence[Any], current: Sequence[Any]) -> 
     prefix would cost every request of a session its whole window)."""
     if all(map(operator.is_, previous, current)):  # the usual case, and the quickest check
         return min(len(previous), len(current))
-    return list(map(operator.is_, previous, current)).index(False)
+    return _first_not_identical(previous, current)
+
+
+def identical_after_first(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many items after the first of two lists are the very same objects:
+    a window whose first message alone was rewritten (a clock in the system
+    prompt) still holds the previous window's messages after it."""
+    rest = itertools.islice(previous, 1, None), itertools.islice(current, 1, None)
+    if all(map(operator.is_, *rest)):
+        return max(min(len(previous), len(current)) - 1, 0)
+    return _first_not_identical(
+        *(itertools.islice(items, 1, None) for items in (previous, current))
+    )
+
+
+def _first_not_identical(previous: Iterable[Any], current: Iterable[Any]) -> int:
+    """The index of the first pair that are not the same object, found in C
+    without building a list as long as the window (there is one such pair)."""
+    return next(itertools.compress(itertools.count(), map(operator.is_not, previous, current)))

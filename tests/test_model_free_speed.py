@@ -14,7 +14,7 @@ from conftest import twin_windows
 from pytest_ctxeval import redact
 from pytest_ctxeval.evaluate import simulate as simulate_module
 from pytest_ctxeval.evaluate.simulate import copy_message, simulate
-from pytest_ctxeval.llm import prompt_cache
+from pytest_ctxeval.llm import request_blocks
 from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
 from pytest_ctxeval.messages import identical_prefix_length
 from pytest_ctxeval.strategies import unchanged_prefix
@@ -75,13 +75,13 @@ def _counting_deepcopy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_a_copied_plain_message_is_not_serialised_again(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    serialise = prompt_cache._serialise
+    serialise = request_blocks.serialise
 
     def counted(value: Any) -> bytes:
         calls.append(1)
         return serialise(value)
 
-    monkeypatch.setattr(prompt_cache, "_serialise", counted)
+    monkeypatch.setattr(request_blocks, "serialise", counted)
     cache = PromptCache(OPENAI, lambda m: 2000, lambda tools: 0)
     session = _session(50)
     cache.send(session)

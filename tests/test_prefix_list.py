@@ -28,6 +28,10 @@ def test_cut_and_grown_lists_read_like_plain_lists_and_never_change_each_other(c
             cut = rng.randint(0, len(model))
             source, model = source.prefix(cut), model[:cut]
             lists.append((source, model))
+        elif model and rng.random() < 0.5:  # one item rewritten, as a new system prompt
+            at = rng.randrange(len(model))
+            source, model = source.replaced(at, -7), [*model[:at], -7, *model[at + 1 :]]
+            lists.append((source, model))
         grown = [rng.randint(0, 5) for _ in range(rng.randint(0, 3 * chunk))]
         if rng.random() < 0.5:
             source.extend(grown)
@@ -59,6 +63,20 @@ def test_a_cut_shares_the_full_chunks_and_copies_the_rest() -> None:
     assert cut._chunks[2] is not long._chunks[2]
     cut.append(-1)
     assert long[2 * chunk + 5] == 2 * chunk + 5
+
+
+def test_a_rewritten_item_copies_its_chunk_and_a_partly_filled_last_one() -> None:
+    chunk = prefix_list.CHUNK
+    long = PrefixList(range(3 * chunk + 10))
+    rewritten = long.replaced(0, -1)
+    assert rewritten[0] == -1 and long[0] == 0 and list(rewritten)[1:] == list(long)[1:]
+    assert rewritten._chunks[1] is long._chunks[1] and rewritten._chunks[2] is long._chunks[2]
+    assert rewritten._chunks[0] is not long._chunks[0]
+    rewritten.append(-2)  # its own last chunk
+    long.append(-3)
+    assert rewritten[-1] == -2 and long[-1] == -3 and len(rewritten) == len(long)
+    with pytest.raises(IndexError):
+        long.replaced(len(long), 0)
 
 
 def test_last_agreeing_finds_where_chained_hashes_part(chunk: int) -> None:

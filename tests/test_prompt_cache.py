@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_ctxeval.llm import prompt_cache
+from pytest_ctxeval.llm import prompt_cache, request_blocks
 from pytest_ctxeval.llm.cache_rules import ANTHROPIC_MINIMUMS, anthropic_minimum
 from pytest_ctxeval.llm.prompt_cache import (
     ANTHROPIC,
@@ -85,6 +85,27 @@ def test_a_request_reads_from_any_earlier_prompt_not_only_the_previous() -> None
     c.send([SYSTEM, msg("user", 10, "other")])  # shares only the system prompt
     use = c.send([*long_turn, msg("assistant", 5), msg("user", 5)])
     assert use.cached_tokens == 1664  # 1,700 shared with the first request, in 128 steps
+
+
+@pytest.mark.parametrize("rules", [OPENAI, ANTHROPIC])
+def test_a_new_first_message_shares_nothing_but_the_tools_and_an_old_one_reads_again(
+    rules: CacheRules,
+) -> None:
+    # The requests after the first message are the very same objects each
+    # time; only the system prompt (a clock) changes, then comes back.
+    c = cache(rules)
+    monday, tuesday = msg("system", 1100, "monday"), msg("system", 1000, "tuesday")
+    # Long enough that the lists share whole chunks, not just items.
+    turns = [msg("user", 300, "u"), *(msg("assistant", 1, f"a{i}") for i in range(600))]
+    c.send([monday, *turns], [TOOL])
+    on_tuesday = c.send([tuesday, *turns], [TOOL])
+    assert on_tuesday.prompt_tokens == 10 + 1000 + 900
+    assert on_tuesday.cached_tokens == 0  # the tools alone: 10 tokens, under any minimum
+    assert on_tuesday.cache_break is not None and on_tuesday.cache_break.message == 0
+    back = c.send([monday, *turns, msg("user", 5)], [TOOL])
+    # Monday's prompt, 2,010 tokens, is still alive: read whole under breakpoints,
+    # in 128-token steps under automatic caching.
+    assert back.cached_tokens == (1920 if rules is OPENAI else 2010)
 
 
 def test_the_tool_definitions_are_part_of_the_prefix() -> None:
@@ -333,8 +354,8 @@ def test_each_message_is_serialised_once_however_many_requests_repeat_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = []
-    serialise = prompt_cache._serialise
-    monkeypatch.setattr(prompt_cache, "_serialise", lambda v: calls.append(1) or serialise(v))
+    serialise = request_blocks.serialise
+    monkeypatch.setattr(request_blocks, "serialise", lambda v: calls.append(1) or serialise(v))
     c = cache()
     requests = growing_session(100)
     for request in requests:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..llm.prompt_cache import CacheUse, PromptCache
-from ..messages import content_text, identical_prefix_length
+from ..llm.running_totals import RunningTotals
+from ..messages import content_text, identical_after_first, identical_prefix_length
 from ..strategies.base import Message, Window
 
 # The per-request series a record keeps, in this order (see ResultRecord.session_requests).
@@ -59,10 +60,11 @@ class SessionLedger:
     _given_tokens: int = 0
     _calls_before: int = 0
     # The previous window, and its kept / written tokens over messages[:i]:
-    # a window that starts with the previous one's objects reuses them.
+    # a window that starts with the previous one's objects, or holds them
+    # after a new first message, reuses them.
     _window: list[Message] = field(default_factory=list)
-    _kept: list[int] = field(default_factory=lambda: [0])
-    _written: list[int] = field(default_factory=lambda: [0])
+    _kept: RunningTotals = field(default_factory=RunningTotals)
+    _written: RunningTotals = field(default_factory=RunningTotals)
     # The previous window's retrievable texts, and their tokens over texts[:i].
     _retrievable: list[str] = field(default_factory=list)
     _retrievable_totals: list[int] = field(default_factory=lambda: [0])
@@ -81,13 +83,17 @@ class SessionLedger:
         strategy_calls: int,
         *,
         identical: int | None = None,
+        after_first: int | None = None,
     ) -> RequestParts:
         """One model call: ``reply`` is the assistant message it produced;
         ``strategy_calls`` the strategy's own calls so far in the session.
         ``identical``, when the caller knows it: how many leading messages are
-        the very objects of the previous window (see ``PromptCache.send``)."""
-        use: CacheUse = self.cache.send(window.messages, window.tools, identical=identical)
-        kept, written = self._parts(window.messages, identical)
+        the very objects of the previous window, and ``after_first`` after
+        its first message when that is none (see ``PromptCache.send``)."""
+        use: CacheUse = self.cache.send(
+            window.messages, window.tools, identical=identical, after_first=after_first
+        )
+        kept, written = self._parts(window.messages, identical, after_first)
         calls, self._calls_before = strategy_calls - self._calls_before, strategy_calls
         return RequestParts(
             cached_tokens=use.cached_tokens,
@@ -111,20 +117,39 @@ class SessionLedger:
         self._retrievable[shared:] = retrievable[shared:]
         return totals[-1]
 
-    def _parts(self, messages: list[Message], identical: int | None) -> tuple[int, int]:
+    def _parts(
+        self, messages: list[Message], identical: int | None, after_first: int | None
+    ) -> tuple[int, int]:
         """(tokens of given messages, tokens of the strategy's own) in the window."""
+        window, kept, written = self._window, self._kept, self._written
         if identical is None:
-            identical = identical_prefix_length(self._window, messages)
-        shared = identical
-        kept, written = self._kept, self._written
-        del kept[shared + 1 :], written[shared + 1 :]  # in place, as in _stored_tokens
+            identical = identical_prefix_length(window, messages)
+        if identical == 0 and window and messages and after_first is None:
+            after_first = identical_after_first(window, messages)
+        if identical == 0 and after_first:  # only the first message is new
+            shared = 1 + after_first
+            kept.keep(shared)
+            written.keep(shared)
+            given, tokens = self._split(messages[0])
+            kept.rewrite_first(tokens if given else 0)
+            written.rewrite_first(0 if given else tokens)
+            window[0] = messages[0]
+        else:
+            shared = identical
+            kept.keep(shared)
+            written.keep(shared)
         for message in messages[shared:]:
-            tokens = self.cache.tokens_of(message)
-            given = id(message) in self._given_ids or self._is_given_text(message)
-            kept.append(kept[-1] + (tokens if given else 0))
-            written.append(written[-1] + (0 if given else tokens))
-        self._window[shared:] = messages[shared:]
-        return kept[-1], written[-1]
+            given, tokens = self._split(message)
+            kept.add(tokens if given else 0)
+            written.add(0 if given else tokens)
+        del window[shared:]  # in place, as in _stored_tokens
+        window.extend(messages[shared:])
+        return kept.last, written.last
+
+    def _split(self, message: Message) -> tuple[bool, int]:
+        """(whether ``message`` is one the strategy was given, its tokens)."""
+        given = id(message) in self._given_ids or self._is_given_text(message)
+        return given, self.cache.tokens_of(message)
 
     def _is_given_text(self, message: Message) -> bool:
         return (str(message.get("role")), content_text(message)) in self._given_texts

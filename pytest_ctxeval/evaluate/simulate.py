@@ -14,7 +14,7 @@ from typing import Any
 
 from ..llm.prompt_cache import DEFAULT_SECONDS_PER_REQUEST, CacheRules, PromptCache
 from ..llm.tokens import PromptMeter
-from ..messages import identical_prefix_length
+from ..messages import identical_after_first, identical_prefix_length
 from ..scenario.build import Conversation
 from ..strategies.base import (
     ContextStrategy,
@@ -27,6 +27,7 @@ from ..strategies.base import (
 from ..strategies.unchanged_prefix import (
     keeps_sent_messages,
     lent_window_of,
+    unchanged_after_first_of,
     unchanged_prefix_of,
 )
 from .sent_copies import SentCopies
@@ -223,12 +224,23 @@ def simulate(
                 window = sent.freeze(window)
             # The meter and the ledger saw every window so far: how much of
             # this one the previous window's very objects start, as the
-            # strategy says it (see unchanged_prefix) or found by comparing.
+            # strategy says it (see unchanged_prefix) or found by comparing,
+            # and, when they do not start it, how many follow its first message.
             identical = unchanged_prefix_of(strategy) if sent is None else None
             if identical is None:
                 identical = identical_prefix_length(previous, window.messages)
-            tokens, shared = meter.measure(window.messages, window.tools, identical=identical)
-            parts = ledger.request(window, message, trace.strategy_calls, identical=identical)
+            after_first = 0
+            if not identical:
+                hint = unchanged_after_first_of(strategy) if sent is None else None
+                after_first = (
+                    identical_after_first(previous, window.messages) if hint is None else hint
+                )
+            tokens, shared = meter.measure(
+                window.messages, window.tools, identical=identical, after_first=after_first
+            )
+            parts = ledger.request(
+                window, message, trace.strategy_calls, identical=identical, after_first=after_first
+            )
             trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
             previous, previous_tools = window.messages, window.tools
         # A copy: a strategy that edits what it is given must not reach the

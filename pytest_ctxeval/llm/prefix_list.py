@@ -103,5 +103,22 @@ class PrefixList(Sequence[T], Generic[T]):
         cut._length = length
         return cut
 
+    def replaced(self, index: int, item: T) -> PrefixList[T]:
+        """A new list with ``item`` at ``index``; this one is unchanged.  Only
+        the chunk holding ``index`` and a partly filled last chunk (which
+        the new list may append to) are copied."""
+        if not 0 <= index < self._length:
+            raise IndexError("PrefixList index out of range")
+        copy: PrefixList[T] = PrefixList()
+        copy._chunks = list(self._chunks)
+        copy._length = self._length
+        chunk, at = divmod(index, CHUNK)
+        copy._chunks[chunk] = list(self._chunks[chunk])
+        copy._chunks[chunk][at] = item
+        last = len(copy._chunks) - 1
+        if last != chunk and self._length % CHUNK:
+            copy._chunks[last] = list(self._chunks[last])
+        return copy
+
     def __repr__(self) -> str:
         return f"PrefixList({list(self)!r})"

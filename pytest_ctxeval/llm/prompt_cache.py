@@ -1,14 +1,8 @@
 """What a provider's prompt cache would serve, request by request, over one session.
 
-A request is its tool definitions then its messages, serialised as the
-provider sees them (JSON, keys in the order they were given: a reordered key
-is a different prompt).  Each request is cut into blocks (the tools, then one
-block per message) and every block boundary gets a prefix hash chained from
-the one before, so two requests share a prefix up to a boundary exactly when
-their hashes there are equal.  A message object seen before is never
-serialised again, and the leading messages a request shares (by identity) with
-the previous one reuse its hashes: the work grows with the session's new
-text, not with requests x window.
+Each request is cut into blocks, with a prefix hash and the prefix's tokens
+at every block boundary (see ``request_blocks``): two requests share a
+prefix up to a boundary exactly when their prefixes there are the same.
 
 Two rule sets (``CacheRules``):
 
@@ -37,13 +31,11 @@ first block that differs and why (``BREAK_REASONS``).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import identical_prefix_length
 from .cache_breaks import BREAK_REASONS as BREAK_REASONS
 from .cache_breaks import message_reason
 from .cache_rules import ANTHROPIC as ANTHROPIC
@@ -54,9 +46,7 @@ from .cache_rules import RULES as RULES
 from .cache_rules import CacheRules as CacheRules
 from .cache_rules import rules_for as rules_for
 from .prefix_list import PrefixList
-
-Message = dict[str, Any]
-Tools = Sequence[dict[str, Any]]
+from .request_blocks import BlockCutter, CutRequest, Message, Tools, prefix_key, same_prefix
 
 # An agent's turn (model call plus tool runs), when requests carry no time.
 DEFAULT_SECONDS_PER_REQUEST = 30.0
@@ -93,22 +83,6 @@ class CacheUse:
 
 
 @dataclass
-class _Request:
-    """One request cut into blocks: its prefix hashes and tokens at each boundary."""
-
-    tools: Tools
-    tools_key: bytes
-    # PrefixLists: a request shares the leading items of the one before.
-    messages: PrefixList[Message]
-    digests: PrefixList[bytes]  # per message
-    hashes: PrefixList[bytes]  # boundary i = tools + messages[:i]; len(messages) + 1 entries
-    tokens: PrefixList[int]  # tokens of the prefix at boundary i
-    prompt_tokens: int
-    # Leading messages that are the very objects the previous request sent.
-    shared: int = 0
-
-
-@dataclass
 class PromptCache:
     """Feed a session's requests in order with ``send``; ``peek`` asks what a
     request would get without storing it (the probe, asked once per probe)."""
@@ -135,15 +109,11 @@ class PromptCache:
     # Whether the previous request's lists are this cache's alone to extend
     # (a fork shares them with its original: then both copy).
     _previous_owned: bool = True
-    _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
-    _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
-    # (digest, tokens) of plain text messages by their items: a copy of a
-    # message (a forked strategy's history) is not serialised again.  Shared
-    # with forks: what it holds follows from the items alone.
-    _plain_memo: dict[tuple[tuple[str, str | None], ...], tuple[bytes, int]] = field(
-        default_factory=dict
-    )
-    _previous: _Request | None = None
+    _previous: CutRequest | None = None
+    _blocks: BlockCutter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._blocks = BlockCutter(self.message_tokens, self.tools_tokens, self.request_overhead)
 
     def send(
         self,
@@ -152,14 +122,23 @@ class PromptCache:
         *,
         at_s: float | None = None,
         identical: int | None = None,
+        after_first: int | None = None,
     ) -> CacheUse:
         """Account one session request: read what is cached, then store it.
         Requests come in time order.  ``identical``, when the caller knows it:
         how many leading messages are the very objects the previous ``send``
-        was given (saves a pass over the window)."""
+        was given, and ``after_first`` how many after the first message, when
+        that one is not (each saves a pass over the window)."""
         self.requests += 1
         now = self._time(at_s)
-        request = self._cut(messages, tools or [], identical, extend=self._previous_owned)
+        request = self._blocks.cut(
+            self._previous,
+            messages,
+            tools or [],
+            identical,
+            after_first,
+            extend=self._previous_owned,
+        )
         self._previous_owned = True
         cached, write, written = self._lookup(request, now)
         self._store(request, written, now)
@@ -175,114 +154,30 @@ class PromptCache:
         self, messages: Sequence[Message], tools: Tools | None = None, *, at_s: float | None = None
     ) -> CacheUse:
         """What the next request would read, without changing the cache."""
-        request = self._cut(messages, tools or [])
+        request = self._blocks.cut(self._previous, messages, tools or [])
         cached, write, _ = self._lookup(request, self._time(at_s, ahead=1))
         return CacheUse(request.prompt_tokens, cached, write)
 
     def tokens_of(self, message: Message) -> int:
         """``message_tokens`` of a message, counted once per message object."""
-        return self._message_block(message)[1]
+        return self._blocks.message_block(message)[1]
 
     def fork(self) -> PromptCache:
         """A copy whose later requests leave this one unchanged."""
         self._previous_owned = False  # the copy shares the previous request
-        return dataclasses.replace(
+        forked = dataclasses.replace(
             self,
             breaks=list(self.breaks),
             _alive_until=dict(self._alive_until),
             _prompts=list(self._prompts),
-            _message_memo=dict(self._message_memo),
-            _tools_memo=dict(self._tools_memo),
         )
+        forked._blocks = self._blocks.fork()
+        return forked
 
     def _time(self, at_s: float | None, ahead: int = 0) -> float:
         if at_s is not None:
             return at_s
         return (self.requests - 1 + ahead) * self.seconds_per_request
-
-    # -- cutting a request into hashed blocks ------------------------------------------------
-
-    def _cut(
-        self,
-        messages: Sequence[Message],
-        tools: Tools,
-        identical: int | None = None,
-        *,
-        extend: bool = False,
-    ) -> _Request:
-        """``extend``: a request that only adds messages to the previous one
-        may take over its lists and append to them (the previous request is
-        not needed any more).  Otherwise it shares the previous one's leading
-        items.  Either way it costs its new messages only."""
-        tools_key, tools_hash, tool_tokens = self._tools_block(tools)
-        previous = self._previous
-        if previous is None or previous.tools_key != tools_key:
-            shared = 0
-            sent: PrefixList[Message] = PrefixList()
-            digests: PrefixList[bytes] = PrefixList()
-            hashes, tokens = PrefixList([tools_hash]), PrefixList([tool_tokens])
-        else:
-            if identical is None:
-                identical = identical_prefix_length(previous.messages, messages)
-            shared = identical
-            if extend and shared == len(previous.messages):
-                sent, digests, hashes = previous.messages, previous.digests, previous.hashes
-                tokens = previous.tokens
-            else:
-                sent, digests = previous.messages.prefix(shared), previous.digests.prefix(shared)
-                hashes, tokens = (
-                    previous.hashes.prefix(shared + 1),
-                    previous.tokens.prefix(shared + 1),
-                )
-        new = messages[shared:]
-        sent.extend(new)
-        last_hash, last_tokens = hashes[-1], tokens[-1]
-        # Gathered in plain lists, then added a chunk at a time.
-        new_digests, new_hashes, new_tokens = [], [], []
-        for message in new:
-            digest, count = self._message_block(message)
-            last_hash, last_tokens = _chain(last_hash, digest), last_tokens + count
-            new_digests.append(digest)
-            new_hashes.append(last_hash)
-            new_tokens.append(last_tokens)
-        digests.extend(new_digests)
-        hashes.extend(new_hashes)
-        tokens.extend(new_tokens)
-        prompt = last_tokens + self.request_overhead
-        return _Request(tools, tools_key, sent, digests, hashes, tokens, prompt, shared)
-
-    def _tools_block(self, tools: Tools) -> tuple[bytes, bytes, int]:
-        memo = self._tools_memo.get(id(tools))
-        if memo is None or memo[0] is not tools:
-            text = _serialise(list(tools)) if tools else b""
-            key = hashlib.blake2b(text, digest_size=16).digest()
-            memo = (tools, key, _chain(b"", key), self.tools_tokens(tools) if tools else 0)
-            self._tools_memo[id(tools)] = memo
-        return memo[1], memo[2], memo[3]
-
-    def _message_block(self, message: Message) -> tuple[bytes, int]:
-        # Keyed by identity, holding the object so its id is not reused.
-        memo = self._message_memo.get(id(message))
-        if memo is None or memo[0] is not message:
-            digest, tokens = self._plain_block(message)
-            memo = (message, digest, tokens)
-            self._message_memo[id(message)] = memo
-        return memo[1], memo[2]
-
-    def _plain_block(self, message: Message) -> tuple[bytes, int]:
-        # Only str keys and str or None values: equal items then mean equal
-        # JSON (1 == 1.0 == True would not).
-        plain = type(message) is dict and all(
-            type(k) is str and (type(v) is str or v is None) for k, v in message.items()
-        )
-        key = tuple(message.items()) if plain else None
-        found = self._plain_memo.get(key) if key is not None else None
-        if found is None:
-            digest = hashlib.blake2b(_serialise(message), digest_size=16).digest()
-            found = (digest, self.message_tokens(message))
-            if key is not None:
-                self._plain_memo[key] = found
-        return found
 
     # -- reading and writing -----------------------------------------------------------------
 
@@ -290,56 +185,60 @@ class PromptCache:
         until = self._alive_until.get(key)
         return until is not None and until >= now
 
-    def _lookup(self, request: _Request, now: float) -> tuple[int, int, Sequence[int]]:
+    def _lookup(self, request: CutRequest, now: float) -> tuple[int, int, Sequence[int]]:
         """(tokens read, tokens written, boundaries to keep alive after this request)."""
         rules = self.rules
         if not rules.breakpoints:
             hit = self._longest_alive(request, now)
-            cached = _steps(request.tokens[hit], rules) if hit is not None else 0
+            cached = _steps(request.tokens_at(hit), rules) if hit is not None else 0
             # Every prompt is cached whole, with each shorter prefix of it.
             return min(cached, request.prompt_tokens), 0, range(len(request.hashes))
         marks = self._breakpoints(request)
         hit = 0
         for mark in marks:
             for boundary in range(mark, max(0, mark - BREAKPOINT_LOOKBACK_BLOCKS) - 1, -1):
-                if boundary > hit and self._alive(request.hashes[boundary], now):
+                if boundary > hit and self._alive(prefix_key(request.hashes, boundary), now):
                     hit = boundary
                     break
-        cached = request.tokens[hit] if self._alive(request.hashes[hit], now) else 0
-        written = [m for m in marks if request.tokens[m] >= rules.min_tokens]
-        deepest = max((request.tokens[m] for m in written), default=0)
+        cached = request.tokens_at(hit) if self._alive(prefix_key(request.hashes, hit), now) else 0
+        written = [m for m in marks if request.tokens_at(m) >= rules.min_tokens]
+        deepest = max((request.tokens_at(m) for m in written), default=0)
         # A read keeps its entry alive too.
         keep = [*written, hit] if cached else written
         return cached, max(deepest - cached, 0), keep
 
-    def _longest_alive(self, request: _Request, now: float) -> int | None:
+    def _longest_alive(self, request: CutRequest, now: float) -> int | None:
         """The last boundary of ``request`` that a stored prompt still alive
-        shares, or None.  Prefix hashes chain, so two prompts agree up to
-        some boundary and differ from there on: binary search for it."""
+        shares, or None.  Prefix hashes chain, so two prompts with the same
+        first message agree up to some boundary and differ from there on:
+        binary search for it."""
         hashes = request.hashes
         best: int | None = None
         for stored, length, until in self._prompts:
             if until < now:
                 continue
-            agree = stored.last_agreeing(hashes, length)
+            if length > 1 and len(hashes) > 1 and stored[1] != hashes[1]:
+                agree = 0 if stored[0] == hashes[0] else -1  # another first message
+            else:
+                agree = stored.last_agreeing(hashes, length)
             if agree >= 0 and (best is None or agree > best):
                 best = agree
         return best
 
-    def _breakpoints(self, request: _Request) -> list[int]:
+    def _breakpoints(self, request: CutRequest) -> list[int]:
         """End of the tools, end of the system prompt, the last message (only
         the last block, under automatic caching)."""
         messages = request.messages
         if self.rules.last_block_only:
             return [len(messages)]
-        marks = {0} if request.tokens[0] else set()
+        marks = {0} if request.tokens_at(0) else set()
         if messages and messages[0].get("role") == "system":
             marks.add(1)
         if messages:
             marks.add(len(messages))
         return sorted(marks)
 
-    def _store(self, request: _Request, boundaries: Sequence[int], now: float) -> None:
+    def _store(self, request: CutRequest, boundaries: Sequence[int], now: float) -> None:
         until = now + self.rules.ttl_s
         hashes = request.hashes
         if boundaries == range(len(hashes)):  # automatic caching: the whole prompt
@@ -350,16 +249,17 @@ class PromptCache:
                 and not (
                     stored_until <= until
                     and length <= len(hashes)
-                    and stored[length - 1] == hashes[length - 1]  # a prefix of this one
+                    and same_prefix(stored, hashes, length - 1)  # a prefix of this one
                 )
             ]
             self._prompts.append((hashes, len(hashes), until))
         else:
-            self._alive_until.update(dict.fromkeys((hashes[b] for b in boundaries), until))
+            keys = (prefix_key(hashes, b) for b in boundaries)
+            self._alive_until.update(dict.fromkeys(keys, until))
 
     # -- the cache-breaker detector -----------------------------------------------------------
 
-    def _break(self, request: _Request) -> CacheBreak | None:
+    def _break(self, request: CutRequest) -> CacheBreak | None:
         previous = self._previous
         if previous is None:
             return None
@@ -367,6 +267,8 @@ class PromptCache:
             same = _canonical(list(previous.tools)) == _canonical(list(request.tools))
             return CacheBreak(self.requests, None, "tool_key_order" if same else "tool_changed")
         index = request.shared  # the same objects: the same bytes
+        if request.after_first and request.digests[0] == previous.digests[0]:
+            index = 1 + request.after_first
         for before, after in zip(
             previous.digests.iter_from(index), request.digests.iter_from(index), strict=False
         ):
@@ -381,16 +283,8 @@ class PromptCache:
         return CacheBreak(self.requests, index, reason)
 
 
-def _serialise(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False).encode()
-
-
 def _canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _chain(prefix: bytes, digest: bytes) -> bytes:
-    return hashlib.blake2b(prefix + digest, digest_size=16).digest()
 
 
 def _steps(tokens: int, rules: CacheRules) -> int:

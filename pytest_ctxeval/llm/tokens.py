@@ -13,8 +13,9 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..messages import content_text, identical_prefix_length
+from ..messages import content_text, identical_after_first, identical_prefix_length
 from .local_tokenizer import ENCODING, count_locally, local_encoding
+from .running_totals import RunningTotals
 
 if TYPE_CHECKING:
     from .model_tokenizer import ModelTokenizer
@@ -165,13 +166,22 @@ def shared_prefix_tokens(
 
 
 def shared_prefix_length(
-    previous: list[dict[str, Any]], current: list[dict[str, Any]], identical: int | None = None
+    previous: list[dict[str, Any]],
+    current: list[dict[str, Any]],
+    identical: int | None = None,
+    after_first: int | None = None,
 ) -> int:
     """How many leading messages two requests have in common (usually the
     very same objects, so identity is checked first, in one pass, unless the
-    caller knows that ``identical`` leading messages are)."""
+    caller knows that ``identical`` leading messages are, and, when the first
+    message is not, ``after_first`` after it)."""
     if identical is None:
         identical = identical_prefix_length(previous, current)
+    if identical == 0 and previous and current and current[0] == previous[0]:
+        # A first message built anew with the same content: the rest may still be the same objects.
+        if after_first is None:
+            after_first = identical_after_first(previous, current)
+        identical = 1 + after_first
     shared, limit = identical, min(len(previous), len(current))
     while shared < limit and (
         current[shared] is previous[shared] or current[shared] == previous[shared]
@@ -185,13 +195,14 @@ class PromptMeter:
 
     Consecutive windows share most of their messages (usually the very same
     objects), so each request only counts the messages after the prefix it
-    shares with the previous one: a long session costs time in proportion
-    to its new text, not to turns x text."""
+    shares with the previous one, or after the first message when that alone
+    is new: a long session costs time in proportion to its new text, not to
+    turns x text."""
 
     def __init__(self, model: str = MOCK_TOKENIZER_MODEL) -> None:
         self.model = model
         self._messages: list[dict[str, Any]] = []
-        self._cumulative: list[int] = [0]  # tokens of messages[:i]
+        self._totals = RunningTotals()  # tokens of messages[:i]
         self._tools: list[dict[str, Any]] | None = None
         self._tools_tokens = 0
 
@@ -201,29 +212,39 @@ class PromptMeter:
         tools: list[dict[str, Any]] | None = None,
         *,
         identical: int | None = None,
+        after_first: int | None = None,
     ) -> tuple[int, int]:
         """(prompt tokens, tokens of the prefix shared with the previous request).
 
         The shared prefix is the tools plus the shared leading messages, or 0
         when the tools changed (see ``shared_prefix_tokens``).  ``identical``,
         when the caller knows it: how many leading messages are the very
-        objects of the previous request's."""
-        shared = shared_prefix_length(self._messages, messages, identical)
-        cumulative = self._cumulative
-        del cumulative[shared + 1 :]  # in place: a session's list grows, not copied
-        running = cumulative[-1]
-        for message in messages[shared:]:
-            running += message_tokens(message, self.model)
-            cumulative.append(running)
+        objects of the previous request's; ``after_first``, when that is
+        none: how many after the first are."""
+        previous, totals = self._messages, self._totals
+        if identical is None:
+            identical = identical_prefix_length(previous, messages)
+        if identical == 0 and previous and messages and after_first is None:
+            after_first = identical_after_first(previous, messages)
+        if identical == 0 and after_first and messages[0] != previous[0]:
+            # Only the first message is new: the totals after it stay, shifted.
+            shared, kept = 0, 1 + after_first
+            totals.keep(kept)
+            totals.rewrite_first(message_tokens(messages[0], self.model))
+            previous[0] = messages[0]
+        else:
+            shared = kept = shared_prefix_length(previous, messages, identical, after_first)
+            totals.keep(kept)
+        for message in messages[kept:]:
+            totals.add(message_tokens(message, self.model))
         # Its own list, updated in place: the caller may reuse the window's
         # list for the next request (a lent window), and copying it whole
         # each time would cost turns x messages.
-        del self._messages[shared:]
-        self._messages.extend(messages[shared:])
-        self._cumulative = cumulative
+        del previous[kept:]
+        previous.extend(messages[kept:])
         tools_unchanged = same_tools(self._tools, tools)
         if not tools_unchanged:
             self._tools_tokens = tools_tokens(tools, self.model)
         self._tools = tools
-        prefix = self._tools_tokens + cumulative[shared] if tools_unchanged else 0
-        return PER_REQUEST_OVERHEAD + running + self._tools_tokens, prefix
+        prefix = self._tools_tokens + totals.at(shared) if tools_unchanged else 0
+        return PER_REQUEST_OVERHEAD + totals.last + self._tools_tokens, prefix

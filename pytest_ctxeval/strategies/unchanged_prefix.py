@@ -33,6 +33,15 @@ def unchanged_prefix_of(strategy: object) -> int | None:
     return None
 
 
+def unchanged_after_first_of(strategy: object) -> int | None:
+    """When the window ``strategy`` built last has a new first message: how
+    many after it are the very objects of the window before, when it is a
+    marked strategy that knows it; None when that is not known."""
+    if type(strategy) in _TRACKING:
+        return getattr(strategy, "unchanged_after_first", None)
+    return None
+
+
 class TracksUnchangedPrefix:
     """Mixin: note each replaced message (``_changed``) and each window built
     (``_window_built``); ``unchanged_prefix`` follows."""
