@@ -84,12 +84,15 @@ class SessionLedger:
         *,
         identical: int | None = None,
         after_first: int | None = None,
+        retrievable_identical: int | None = None,
     ) -> RequestParts:
         """One model call: ``reply`` is the assistant message it produced;
         ``strategy_calls`` the strategy's own calls so far in the session.
         ``identical``, when the caller knows it: how many leading messages are
         the very objects of the previous window, and ``after_first`` after
-        its first message when that is none (see ``PromptCache.send``)."""
+        its first message when that is none (see ``PromptCache.send``);
+        ``retrievable_identical``, how many leading retrievable texts are the
+        very texts the previous window listed."""
         use: CacheUse = self.cache.send(
             window.messages, window.tools, identical=identical, after_first=after_first
         )
@@ -101,15 +104,18 @@ class SessionLedger:
             output_tokens=self.count_reply(reply),
             strategy_calls=calls,
             evicted_tokens=max(self._given_tokens - kept, 0),
-            stored_tokens=self._stored_tokens(window.retrievable),
+            stored_tokens=self._stored_tokens(window.retrievable, retrievable_identical),
             summarised_tokens=written,
         )
 
-    def _stored_tokens(self, retrievable: list[str]) -> int:
+    def _stored_tokens(self, retrievable: list[str], identical: int | None) -> int:
         """Tokens of the texts a window says can be retrieved.  A store only
         grows, so the texts the previous window listed first (the same
-        objects) keep their running total."""
-        shared = identical_prefix_length(self._retrievable, retrievable)
+        objects, ``identical`` of them when the strategy says so) keep their
+        running total."""
+        if identical is None:
+            identical = identical_prefix_length(self._retrievable, retrievable)
+        shared = identical
         totals = self._retrievable_totals
         del totals[shared + 1 :]  # kept in place: a session's lists grow, not copied
         for text in retrievable[shared:]:

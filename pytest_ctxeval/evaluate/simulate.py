@@ -29,6 +29,7 @@ from ..strategies.unchanged_prefix import (
     lent_window_of,
     unchanged_after_first_of,
     unchanged_prefix_of,
+    unchanged_retrievable_of,
 )
 from .sent_copies import SentCopies
 from .session_ledger import SessionLedger
@@ -239,7 +240,12 @@ def simulate(
                 window.messages, window.tools, identical=identical, after_first=after_first
             )
             parts = ledger.request(
-                window, message, trace.strategy_calls, identical=identical, after_first=after_first
+                window,
+                message,
+                trace.strategy_calls,
+                identical=identical,
+                after_first=after_first,
+                retrievable_identical=unchanged_retrievable_of(strategy),
             )
             trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
             previous, previous_tools = window.messages, window.tools

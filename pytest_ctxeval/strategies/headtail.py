@@ -45,7 +45,7 @@ from .hygiene import Hygiene
 from .memory_store import MemoryStore
 from .registration import register_strategy
 from .turns import TracksUserTurns, require_at_least, transcript
-from .unchanged_prefix import tracks_unchanged_prefix
+from .unchanged_prefix import ListsAGrowingStore, tracks_unchanged_prefix
 
 # Names other modules import from here.
 __all__ = [
@@ -64,7 +64,7 @@ LISTINGS = ("tool", "message")
 
 @register_strategy("headtail")
 @tracks_unchanged_prefix
-class HeadTailStrategy(TracksUserTurns, MemoryListing):
+class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
     name = "headtail"
     description = (
         "Keep head and tail of each bulky message (the middle goes to retrievable memory); "
@@ -167,8 +167,9 @@ class HeadTailStrategy(TracksUserTurns, MemoryListing):
             # A copy costs the whole window on every call: turns x messages.
             messages = kept if lent else list(kept)
         self._note_prefix(index_at)
+        retrievable = self._retrievable(self._originals)
         if not self._listing:
-            return Window(messages=messages)
+            return Window(messages=messages, retrievable=retrievable)
         if self._tool is None:
             stable = self.listing == "message"
             self._tool = retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
@@ -176,7 +177,7 @@ class HeadTailStrategy(TracksUserTurns, MemoryListing):
             messages=messages,
             tools=[self._tool],
             tool_handler=self.tool_handler,
-            retrievable=list(self._originals),
+            retrievable=retrievable,
         )
 
     def _note_prefix(self, index_at: int | None) -> None:

@@ -27,14 +27,18 @@ from .turns import (
     transcript,
     user_starts,
 )
+from .unchanged_prefix import ListsAGrowingStore, tracks_unchanged_prefix
 
 RETRIEVED_HEADER = "Retrieved from earlier in this conversation (oldest first):"
 
 
 @register_strategy("rag")
-class RagStrategy(TracksUserTurns):
+@tracks_unchanged_prefix
+class RagStrategy(ListsAGrowingStore, TracksUserTurns):
     name = "rag"
     description = "Recent turns raw; older turns indexed (BM25) and the top-k chunks retrieved."
+
+    unchanged_prefix = None  # not known: the replay compares each window
 
     def __init__(
         self,
@@ -97,7 +101,7 @@ class RagStrategy(TracksUserTurns):
         )
         # Every indexed chunk is retrievable; fact survival looks at the visible
         # messages first, so the injected ones still count as visible.
-        return Window(messages=messages, retrievable=list(self.texts))
+        return Window(messages=messages, retrievable=self._retrievable(self.texts))
 
     def end_session(self) -> None:
         """Long-term memory: the whole chat goes into the index, and later chats

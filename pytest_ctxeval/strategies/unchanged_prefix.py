@@ -42,6 +42,31 @@ def unchanged_after_first_of(strategy: object) -> int | None:
     return None
 
 
+def unchanged_retrievable_of(strategy: object) -> int | None:
+    """How many leading texts of the window ``strategy`` built last say it
+    can retrieve (``Window.retrievable``) are the very texts the window
+    before listed, when it is a marked strategy whose store only grows;
+    None when that is not known."""
+    if type(strategy) in _TRACKING:
+        return getattr(strategy, "unchanged_retrievable", None)
+    return None
+
+
+class ListsAGrowingStore:
+    """Mixin: a store of retrievable texts that only grows (texts are
+    appended, never replaced or removed), handed to each window through
+    ``_retrievable``; ``unchanged_retrievable`` follows.  The replay then
+    counts the tokens of the new texts only, not of the whole store per turn."""
+
+    unchanged_retrievable: int | None = None
+    _retrievable_listed = 0  # how many texts the last window listed
+
+    def _retrievable(self, store: list[str]) -> list[str]:
+        """The window's copy of ``store``."""
+        self.unchanged_retrievable, self._retrievable_listed = self._retrievable_listed, len(store)
+        return list(store)
+
+
 class TracksUnchangedPrefix:
     """Mixin: note each replaced message (``_changed``) and each window built
     (``_window_built``); ``unchanged_prefix`` follows."""
