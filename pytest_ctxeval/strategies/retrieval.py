@@ -49,7 +49,8 @@ class BM25Index:
         self.total_length = 0
         # term -> (documents, term frequencies), appended to in place: a
         # search reads only the documents that share a term with the query.
-        self.postings: dict[str, tuple[array[int], array[int]]] = {}
+        # Frequencies are kept as floats, the type the scoring works in.
+        self.postings: dict[str, tuple[array[int], array[float]]] = {}
 
     def __deepcopy__(self, memo: dict[int, Any]) -> BM25Index:
         # Arrays of numbers copy whole (a fork is made per probe; deepcopy
@@ -65,7 +66,7 @@ class BM25Index:
         doc = len(self.lengths)
         counts = Counter(terms(text))
         for term, tf in counts.items():
-            docs, tfs = self.postings.setdefault(term, (array("q"), array("q")))
+            docs, tfs = self.postings.setdefault(term, (array("q"), array("d")))
             docs.append(doc)
             tfs.append(tf)
         self.lengths.append(sum(counts.values()))
@@ -81,17 +82,26 @@ class BM25Index:
         average = self.total_length / n or 1.0
         lengths = np.frombuffer(self.lengths, dtype=np.int64)
         scores = np.zeros(n)
+        norms = None  # every document's length norm, once a common term needs most of them
         for term in sorted(set(terms(query))):  # a fixed order: float sums repeat exactly
             found = self.postings.get(term)
             if found is None:
                 continue
             docs = np.frombuffer(found[0], dtype=np.int64)
-            tfs = np.frombuffer(found[1], dtype=np.int64).astype(np.float64)
+            tfs = np.frombuffer(found[1], dtype=np.float64)
             idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
             # The same operations, in the same order, as for one document:
             # k1 * (1 - b + b * length / average), then idf * tf * (k1 + 1) / (tf + norm).
-            norm = self.k1 * (1 - self.b + self.b * lengths[docs] / average)
-            scores[docs] += idf * tfs * (self.k1 + 1) / (tfs + norm)
+            if 4 * len(docs) < n:
+                norm = self.k1 * (1 - self.b + self.b * lengths[docs] / average)
+                scores[docs] += idf * tfs * (self.k1 + 1) / (tfs + norm)
+                continue
+            if norms is None:
+                norms = self.k1 * (1 - self.b + self.b * lengths / average)
+            if len(docs) == n:  # in every document: documents 0 to n - 1, in order
+                scores += idf * tfs * (self.k1 + 1) / (tfs + norms)
+            else:
+                scores[docs] += idf * tfs * (self.k1 + 1) / (tfs + norms[docs])
         # The k best, ties to the later document: the most recent statement
         # of a fact wins.  lexsort orders by score, then document number.
         candidates = np.flatnonzero(scores > 0)
