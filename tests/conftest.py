@@ -203,3 +203,18 @@ def twin_windows(
                     strategy.revise(3, {**strategy.history[3], "content": "condensed"})
             forget(afresh)
             yield index, extending.window(), afresh.window()
+
+
+def fed(strategy: Any, messages: list[dict[str, Any]], starts: Iterable[int]) -> Iterator[int]:
+    """Set ``strategy`` up on the oracle and feed it a session message by
+    message (a copy of each, a new chat at each of ``starts``), yielding the
+    index of each message once it is added: the caller builds the window."""
+    from pytest_ctxeval.strategies.invariants import oracle_context
+
+    strategy.setup(oracle_context())
+    new_chats = set(starts)
+    for index, message in enumerate(messages):
+        if index in new_chats:
+            strategy.end_session()
+        strategy.add(dict(message))
+        yield index

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import fed
 
 from pytest_ctxeval.evaluate.simulate import simulate
 from pytest_ctxeval.llm import request_blocks
@@ -25,7 +26,6 @@ from pytest_ctxeval.strategies.invariant_sessions import (
     multi_chat_session,
     tool_session,
 )
-from pytest_ctxeval.strategies.invariants import oracle_context
 
 Message = dict[str, Any]
 
@@ -104,13 +104,9 @@ def test_what_cache_hostile_says_follows_its_first_message_is_never_too_much(
 ) -> None:
     for messages, starts in _sessions():
         strategy = CacheHostileStrategy(inner, params)
-        strategy.setup(oracle_context())
         previous: list[Message] = []
         claims = exact = 0
-        for index, message in enumerate(messages):
-            if index in starts:
-                strategy.end_session()
-            strategy.add(dict(message))
+        for _ in fed(strategy, messages, starts):
             window = strategy.lent_window()
             if previous:  # replay takes its word instead of comparing
                 assert strategy.unchanged_prefix == 0

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from conftest import fed
 
 from pytest_ctxeval.evaluate import session_ledger
 from pytest_ctxeval.evaluate.simulate import simulate
@@ -17,7 +18,6 @@ from pytest_ctxeval.strategies import unchanged_prefix
 from pytest_ctxeval.strategies.base import BaseStrategy
 from pytest_ctxeval.strategies.headtail import HeadTailStrategy
 from pytest_ctxeval.strategies.invariant_sessions import multi_chat_session, tool_session
-from pytest_ctxeval.strategies.invariants import oracle_context
 from pytest_ctxeval.strategies.rag import RagStrategy
 
 Message = dict[str, Any]
@@ -43,12 +43,8 @@ def test_what_a_window_says_of_its_store_is_exact(
     listed = 0
     for messages, starts in _sessions():
         strategy = kind(**params)
-        strategy.setup(oracle_context())
         previous: list[str] = []
-        for index, message in enumerate(messages):
-            if index in starts:
-                strategy.end_session()
-            strategy.add(dict(message))
+        for index in fed(strategy, messages, starts):
             window = strategy.window()
             claim = unchanged_prefix.unchanged_retrievable_of(strategy)
             assert claim == identical_prefix_length(previous, window.retrievable), index

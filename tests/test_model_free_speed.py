@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import twin_windows
+from conftest import fed, twin_windows
 
 from pytest_ctxeval import redact
 from pytest_ctxeval.evaluate import simulate as simulate_module
@@ -275,17 +275,11 @@ def test_a_tool_result_window_never_claims_more_of_the_previous_one_than_it_keep
     # Replay takes the strategy's word for how much of each window is the
     # previous window's very objects (it does not compare them): a claim
     # one message too long would price a changed message as cached.
-    from pytest_ctxeval.strategies.invariants import oracle_context
-
     for messages, starts in _tool_result_sessions():
         strategy = kind(**params)
-        strategy.setup(oracle_context())
         previous: list[Message] = []
         claims = exact = 0
-        for index, message in enumerate(messages):
-            if index in starts:
-                strategy.end_session()
-            strategy.add(dict(message))
+        for index in fed(strategy, messages, starts):
             if index == 9:  # a pipeline's earlier stage condenses a message
                 strategy.revise(3, {**strategy.history[3], "content": "condensed"})
             window = strategy.window()
