@@ -41,6 +41,19 @@ def identical_after_first(previous: Sequence[Any], current: Sequence[Any]) -> in
     )
 
 
+def kept_after_new_first(
+    previous: Sequence[Any], current: Sequence[Any], identical: int, after_first: int | None
+) -> int:
+    """When ``current`` starts with none of ``previous``'s objects
+    (``identical`` is 0) but holds them after its first item: 1 + how many
+    (``after_first`` when the caller knows it); otherwise 0."""
+    if identical or not previous or not current:
+        return 0
+    if after_first is None:
+        after_first = identical_after_first(previous, current)
+    return 1 + after_first if after_first else 0
+
+
 def _first_not_identical(previous: Iterable[Any], current: Iterable[Any]) -> int:
     """The index of the first pair that are not the same object, found in C
     without building a list as long as the window (there is one such pair)."""

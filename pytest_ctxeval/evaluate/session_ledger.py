@@ -20,7 +20,7 @@ from typing import Any
 
 from ..llm.prompt_cache import CacheUse, PromptCache
 from ..llm.running_totals import RunningTotals
-from ..messages import content_text, identical_after_first, identical_prefix_length
+from ..messages import content_text, identical_prefix_length, kept_after_new_first
 from ..strategies.base import Message, Window
 
 # The per-request series a record keeps, in this order (see ResultRecord.session_requests).
@@ -130,10 +130,8 @@ class SessionLedger:
         window, kept, written = self._window, self._kept, self._written
         if identical is None:
             identical = identical_prefix_length(window, messages)
-        if identical == 0 and window and messages and after_first is None:
-            after_first = identical_after_first(window, messages)
-        if identical == 0 and after_first:  # only the first message is new
-            shared = 1 + after_first
+        shared = kept_after_new_first(window, messages, identical, after_first)
+        if shared:  # only the first message is new
             kept.keep(shared)
             written.keep(shared)
             given, tokens = self._split(messages[0])

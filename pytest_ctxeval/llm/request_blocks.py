@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..messages import identical_after_first, identical_prefix_length
+from ..messages import identical_prefix_length, kept_after_new_first
 from .prefix_list import PrefixList
 
 Message = dict[str, Any]
@@ -101,11 +101,8 @@ class BlockCutter:
         else:
             if identical is None:
                 identical = identical_prefix_length(previous.messages, messages)
-            shared = kept = identical
-            if not shared and messages and len(previous.messages) > 1:
-                if after_first is None:
-                    after_first = identical_after_first(previous.messages, messages)
-                kept = 1 + after_first if after_first else 0
+            shared = identical
+            kept = kept_after_new_first(previous.messages, messages, shared, after_first) or shared
             if kept > shared:  # a new first message: the rest keeps its blocks
                 first = messages[0]
                 digest, count = self.message_block(first)

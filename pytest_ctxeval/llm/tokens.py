@@ -13,7 +13,12 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from ..messages import content_text, identical_after_first, identical_prefix_length
+from ..messages import (
+    content_text,
+    identical_after_first,
+    identical_prefix_length,
+    kept_after_new_first,
+)
 from .local_tokenizer import ENCODING, count_locally, local_encoding
 from .running_totals import RunningTotals
 
@@ -224,16 +229,16 @@ class PromptMeter:
         previous, totals = self._messages, self._totals
         if identical is None:
             identical = identical_prefix_length(previous, messages)
-        if identical == 0 and previous and messages and after_first is None:
-            after_first = identical_after_first(previous, messages)
-        if identical == 0 and after_first and messages[0] != previous[0]:
+        kept = kept_after_new_first(previous, messages, identical, after_first)
+        if kept and messages[0] != previous[0]:
             # Only the first message is new: the totals after it stay, shifted.
-            shared, kept = 0, 1 + after_first
+            shared = 0
             totals.keep(kept)
             totals.rewrite_first(message_tokens(messages[0], self.model))
             previous[0] = messages[0]
         else:
-            shared = kept = shared_prefix_length(previous, messages, identical, after_first)
+            # A first message rebuilt equal: the same messages follow it.
+            shared = kept = shared_prefix_length(previous, messages, identical, max(kept - 1, 0))
             totals.keep(kept)
         for message in messages[kept:]:
             totals.add(message_tokens(message, self.model))

@@ -38,8 +38,6 @@ class RagStrategy(ListsAGrowingStore, TracksUserTurns):
     name = "rag"
     description = "Recent turns raw; older turns indexed (BM25) and the top-k chunks retrieved."
 
-    unchanged_prefix = None  # not known: the replay compares each window
-
     def __init__(
         self,
         k: int = 3,

@@ -19,7 +19,8 @@ _TRACKING: set[type] = set()
 
 
 def tracks_unchanged_prefix(cls: type[T]) -> type[T]:
-    """Class decorator of a built-in strategy that keeps ``unchanged_prefix`` true."""
+    """Class decorator of a built-in strategy whose claims about its windows
+    (``unchanged_prefix`` and the others read below, those it makes) hold."""
     _TRACKING.add(cls)
     return cls
 
@@ -28,18 +29,14 @@ def unchanged_prefix_of(strategy: object) -> int | None:
     """How many leading messages of the window ``strategy`` built last are
     the very objects of the window it built before, when it is one of the
     marked strategies itself; None when that is not known."""
-    if type(strategy) in _TRACKING:
-        return strategy.unchanged_prefix  # type: ignore[attr-defined, no-any-return]
-    return None
+    return _claim(strategy, "unchanged_prefix")
 
 
 def unchanged_after_first_of(strategy: object) -> int | None:
     """When the window ``strategy`` built last has a new first message: how
     many after it are the very objects of the window before, when it is a
     marked strategy that knows it; None when that is not known."""
-    if type(strategy) in _TRACKING:
-        return getattr(strategy, "unchanged_after_first", None)
-    return None
+    return _claim(strategy, "unchanged_after_first")
 
 
 def unchanged_retrievable_of(strategy: object) -> int | None:
@@ -47,8 +44,13 @@ def unchanged_retrievable_of(strategy: object) -> int | None:
     can retrieve (``Window.retrievable``) are the very texts the window
     before listed, when it is a marked strategy whose store only grows;
     None when that is not known."""
+    return _claim(strategy, "unchanged_retrievable")
+
+
+def _claim(strategy: object, name: str) -> int | None:
+    """What a marked strategy says of its last window (None: it does not say)."""
     if type(strategy) in _TRACKING:
-        return getattr(strategy, "unchanged_retrievable", None)
+        return getattr(strategy, name, None)
     return None
 
 
