@@ -21,8 +21,10 @@ from typing import Any
 
 from ..llm.request_text import message_texts, tools_texts
 from ..llm.text import contains_phrase, normalise, normalised
+from ..messages import Message, identical_after_first, identical_prefix_length
 from ..scenario.build import Fact
 from ..strategies.base import Window
+from .prefix_unions import Found, PrefixUnions, Unchanged
 
 STATES = ("verbatim", "transformed", "mutated", "in_store", "gone")
 # A value is a run of word characters with inner dots, colons, slashes or dashes.
@@ -49,28 +51,32 @@ class FactLedger:
         default_factory=dict, repr=False
     )
     _plan: _Plan | None = field(default=None, repr=False)
+    _window: _WindowFacts = field(default_factory=lambda: _WindowFacts(), repr=False)
     # (requests, runs, compactions) as of that many requests (as_of_now).
     _copy: tuple[int, dict[str, list[list[str | int]]], list[int]] | None = field(
         default=None, repr=False
     )
 
-    def observe(self, window: Window, *, compacted: bool = False) -> dict[str, str]:
+    def observe(
+        self, window: Window, *, compacted: bool = False, unchanged: Unchanged | None = None
+    ) -> dict[str, str]:
+        """The facts' states after a request with ``window``; ``unchanged``:
+        how much of it is the previous window's, when the caller knows (else
+        the ledger compares the two)."""
         self.requests += 1
         if compacted:
             self.compactions.append(self.requests)
         plan = self._plan
         if plan is None or plan.facts != self.facts:
             plan = self._plan = _Plan.of(self.facts, self.coincidental)
-        seen: set[tuple[str, int]] = set()
-        for message in window.messages:
-            held = self._held.get(id(message))
-            if held is None or held[0] is not message:
-                found = [_found(t, plan.key) for t in message_texts(message)]
-                held = self._held[id(message)] = (message, frozenset().union(*found))
-            seen.update(held[1])
+            self._window = _WindowFacts()
+        seen = set(self._window.shown(window.messages, unchanged, self._message_found))
         for text in tools_texts(window.tools):
             seen.update(_found(text, plan.key))
-        states = _states(plan, window, seen, lambda: _texts(window))
+        stored = self._window.stored(
+            window.retrievable, unchanged, lambda text: _found(text, plan.key)
+        )
+        states = _states(plan, seen, stored, lambda: _texts(window))
         for fact_id, state in states.items():
             runs = self.runs.setdefault(fact_id, [])
             if runs and runs[-1][0] == state:
@@ -78,6 +84,16 @@ class FactLedger:
             else:
                 runs.append([state, 1])
         return states
+
+    def _message_found(self, message: Message) -> Found:
+        """What ``message`` holds of the facts, read once per message object."""
+        held = self._held.get(id(message))
+        if held is None or held[0] is not message:
+            assert self._plan is not None
+            key = self._plan.key
+            found = [_found(t, key) for t in message_texts(message)]
+            held = self._held[id(message)] = (message, frozenset().union(*found))
+        return held[1]
 
     def as_of_now(self) -> tuple[dict[str, list[list[str | int]]], list[int]]:
         """A copy of the runs and the compaction requests, made once per state
@@ -114,7 +130,8 @@ def fact_states(
     texts = _texts(window)
     for text in texts:
         seen.update(_found(text, plan.key))
-    return _states(plan, window, seen, lambda: texts)
+    stored = frozenset().union(*(_found(text, plan.key) for text in window.retrievable))
+    return _states(plan, seen, stored, lambda: texts)
 
 
 def _texts(window: Window) -> list[str]:
@@ -169,14 +186,8 @@ class _Plan:
 
 
 def _states(
-    plan: _Plan,
-    window: Window,
-    seen: set[tuple[str, int]],
-    texts: Callable[[], list[str]],
+    plan: _Plan, seen: set[tuple[str, int]], stored: Found, texts: Callable[[], list[str]]
 ) -> dict[str, str]:
-    stored: set[tuple[str, int]] = set()
-    for text in window.retrievable:
-        stored.update(_found(text, plan.key))
     either = seen | stored if stored else seen
     states: dict[str, str] = {}
     for rule in plan.rules:
@@ -192,6 +203,52 @@ def _states(
         else:
             states[fact.id] = "gone"
     return states
+
+
+class _WindowFacts:
+    """What the last window showed and stored, kept as windows follow each
+    other (see prefix_unions): its first message apart, since a strategy may
+    rewrite that alone every request (a clock in the system prompt)."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []  # the last window's, copied
+        self._first: Found = frozenset()
+        self._rest: PrefixUnions[Message] = PrefixUnions(start=1)
+        self._texts: list[str] = []  # the last window's retrievable texts, copied
+        self._store: PrefixUnions[str] = PrefixUnions()
+
+    def shown(
+        self,
+        messages: list[Message],
+        unchanged: Unchanged | None,
+        found: Callable[[Message], Found],
+    ) -> Found:
+        previous = self._messages
+        if unchanged is None:
+            prefix = identical_prefix_length(previous, messages)
+            after_first = identical_after_first(previous, messages) if not prefix else 0
+        else:
+            prefix, after_first = unchanged.prefix, unchanged.after_first
+        prefix = min(prefix, len(previous), len(messages))
+        if not prefix and messages:
+            self._first = found(messages[0])
+        rest = self._rest.union(messages, prefix - 1 if prefix else after_first, found)
+        if prefix or not after_first:
+            previous[prefix:] = messages[prefix:]
+        else:  # a new first message before the previous window's others
+            previous[0] = messages[0]
+            previous[1 + after_first :] = messages[1 + after_first :]
+        return self._first | rest if messages else frozenset()
+
+    def stored(
+        self, texts: list[str], unchanged: Unchanged | None, found: Callable[[str], Found]
+    ) -> Found:
+        shared = None if unchanged is None else unchanged.retrievable
+        if shared is None:
+            shared = identical_prefix_length(self._texts, texts)
+        shared = min(shared, len(self._texts), len(texts))
+        self._texts[shared:] = texts[shared:]
+        return self._store.union(texts, shared, found)
 
 
 @lru_cache(maxsize=20_000)

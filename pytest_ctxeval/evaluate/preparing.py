@@ -139,4 +139,6 @@ class Preparing:
             return None
         ledger = FactLedger(list(conversation.facts), dict(conversation.coincidental_answers))
         self._ledgers[key] = ledger
-        return lambda window, compacted: ledger.observe(window, compacted=compacted)
+        return lambda window, compacted, unchanged: ledger.observe(
+            window, compacted=compacted, unchanged=unchanged
+        )

@@ -31,6 +31,7 @@ from ..strategies.unchanged_prefix import (
     unchanged_prefix_of,
     unchanged_retrievable_of,
 )
+from .prefix_unions import Unchanged
 from .sent_copies import SentCopies
 from .session_ledger import SessionLedger
 
@@ -183,12 +184,13 @@ def simulate(
     fork_at: set[int] | frozenset[int] = frozenset(),
     cache_rules: CacheRules | None = None,
     seconds_per_request: float = DEFAULT_SECONDS_PER_REQUEST,
-    observe: Callable[[Window, bool], object] | None = None,
+    observe: Callable[[Window, bool, Unchanged], object] | None = None,
 ) -> SessionTrace:
     """``cache_rules``: the provider's prompt cache (None = the model's
     provider's, see ``costs.cache_rules``); requests ``seconds_per_request`` apart.
-    ``observe(window, compacted)`` sees every request's window (the fact
-    ledger); ``compacted``: the strategy called the model to build it."""
+    ``observe(window, compacted, unchanged)`` sees every request's window
+    (the fact ledger); ``compacted``: the strategy called the model to build
+    it; ``unchanged``: how much of it is the previous window's."""
     from ..llm.tokens import count_text_tokens
 
     trace = SessionTrace(strategy=strategy)
@@ -219,8 +221,6 @@ def simulate(
         if message["role"] == "assistant" and index > 0:
             calls_before = trace.strategy_calls
             window, lent = lent_window_of(strategy)
-            if observe is not None:  # reads the window now: a lent one is not kept
-                observe(window, trace.strategy_calls > calls_before)
             if sent is not None:
                 window = sent.freeze(window)
             # The meter and the ledger saw every window so far: how much of
@@ -236,6 +236,10 @@ def simulate(
                 after_first = (
                     identical_after_first(previous, window.messages) if hint is None else hint
                 )
+            retrievable = unchanged_retrievable_of(strategy)
+            if observe is not None:  # reads the window now: a lent one is not kept
+                unchanged = Unchanged(identical, after_first, retrievable)
+                observe(window, trace.strategy_calls > calls_before, unchanged)
             tokens, shared = meter.measure(
                 window.messages, window.tools, identical=identical, after_first=after_first
             )
@@ -245,7 +249,7 @@ def simulate(
                 trace.strategy_calls,
                 identical=identical,
                 after_first=after_first,
-                retrievable_identical=unchanged_retrievable_of(strategy),
+                retrievable_identical=retrievable,
             )
             trace.requests.append(RequestStats(index, tokens, shared, **vars(parts)))
             previous, previous_tools = window.messages, window.tools
