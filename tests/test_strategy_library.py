@@ -410,7 +410,7 @@ def test_rag_injects_nothing_when_nothing_matches_or_nothing_is_evicted() -> Non
 
 
 def test_bm25_ranks_rare_terms_first_and_breaks_ties_by_recency() -> None:
-    from pytest_ctxeval.strategies.retrieval import BM25Index
+    from pytest_ctxeval.strategies.bm25 import BM25Index
 
     index = BM25Index()
     for text in ["deploy the api", "deploy the web", "rotate the api key", "deploy the web"]:
@@ -448,7 +448,7 @@ def test_bm25_ranks_exactly_as_the_formula_one_document_at_a_time() -> None:
     # ones the formula gives document by document.
     import random
 
-    from pytest_ctxeval.strategies.retrieval import BM25Index
+    from pytest_ctxeval.strategies.bm25 import BM25Index
 
     rng = random.Random(7)
     words = "vault code launch port staging database deploy api key web the a of is".split()
@@ -470,6 +470,32 @@ def test_bm25_ranks_exactly_as_the_formula_one_document_at_a_time() -> None:
             expected = _bm25_by_the_book(documents, query, k)
             assert index.search(query, k) == expected, (documents, query, k)
             assert fork.search(query, k) == expected
+
+
+def test_bm25_scores_only_the_documents_that_can_rank_and_ranks_as_the_formula() -> None:
+    # A session's store grows every turn and is searched every turn: a search
+    # that scored every document would make the session quadratic.
+    import random
+
+    from pytest_ctxeval.strategies.bm25 import BM25Index
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(300)]
+    weights = [1 / (i + 1) for i in range(300)]  # a few common words, many rare ones
+    documents = [
+        "turn user " + " ".join(rng.choices(words, weights, k=rng.randint(0, 20)))
+        for _ in range(2_000)
+    ]
+    index = BM25Index()
+    for document in documents:
+        index.add(document)
+    scored = []
+    for _ in range(40):
+        query = "turn " + " ".join(rng.choices(words, k=rng.randint(1, 5)))
+        k = rng.randint(1, 5)
+        assert index.search(query, k) == _bm25_by_the_book(documents, query, k), query
+        scored.append(index.last_scored)
+    assert sorted(scored)[len(scored) // 2] < len(documents) // 10  # the median search
 
 
 def test_rag_embeddings_backend_names_the_missing_extra(monkeypatch: pytest.MonkeyPatch) -> None:
