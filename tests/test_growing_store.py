@@ -77,3 +77,22 @@ def test_replay_with_the_strategys_word_on_its_store_prices_as_comparing_would(
     assert any(request.stored_tokens for requests in trusted for request in requests)
     monkeypatch.setattr(unchanged_prefix, "_TRACKING", set())
     assert replay() == trusted
+
+
+@pytest.mark.parametrize(("kind", "params"), CASES, ids=IDS)
+def test_a_lent_window_lends_the_store_and_a_window_hands_out_a_copy(
+    kind: type[BaseStrategy], params: dict[str, Any]
+) -> None:
+    # Copying the store for every window would cost turns x store.
+    for messages, starts in _sessions():
+        lending, copying = kind(**params), kind(**params)
+        stores = set()
+        for _ in zip(fed(lending, messages, starts), fed(copying, messages, starts), strict=True):
+            lent, copied = lending.lent_window(), copying.window()
+            assert lent.retrievable == copied.retrievable
+            assert lent.messages == copied.messages
+            stores.add(id(lent.retrievable))
+        assert len(stores) == 1  # one list: the strategy's own store
+        mine = copying.window().retrievable
+        mine.append("added by the caller")
+        assert "added by the caller" not in copying.window().retrievable

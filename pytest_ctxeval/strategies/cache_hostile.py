@@ -96,7 +96,9 @@ class CacheHostileStrategy(BaseStrategy):
 
     def window(self) -> Window:
         window = self.lent_window()
-        return dataclasses.replace(window, messages=list(window.messages))
+        return dataclasses.replace(
+            window, messages=list(window.messages), retrievable=list(window.retrievable)
+        )
 
     def lent_window(self) -> Window:
         """``window()``, whose message list is this strategy's own: valid

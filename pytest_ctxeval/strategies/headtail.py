@@ -167,7 +167,7 @@ class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
             # A copy costs the whole window on every call: turns x messages.
             messages = kept if lent else list(kept)
         self._note_prefix(index_at)
-        retrievable = self._retrievable(self._originals)
+        retrievable = self._retrievable(self._originals, lent=lent)
         if not self._listing:
             return Window(messages=messages, retrievable=retrievable)
         if self._tool is None:

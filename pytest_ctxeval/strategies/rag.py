@@ -79,6 +79,14 @@ class RagStrategy(ListsAGrowingStore, TracksUserTurns):
         return {id(self.chunks): list(self.chunks), id(self.texts): list(self.texts)}
 
     def window(self) -> Window:
+        return self._window(lent=False)
+
+    def lent_window(self) -> Window:
+        """``window()``, whose retrievable list is this strategy's store: valid
+        until the next call, which adds to it (see lent_window_of)."""
+        return self._window(lent=True)
+
+    def _window(self, *, lent: bool) -> Window:
         # Positions in the history, not copies of it: a window costs the turns
         # it shows and the turns newly evicted, not the whole session.
         history, offset = self.history, system_length(self.history)
@@ -99,7 +107,7 @@ class RagStrategy(ListsAGrowingStore, TracksUserTurns):
         )
         # Every indexed chunk is retrievable; fact survival looks at the visible
         # messages first, so the injected ones still count as visible.
-        return Window(messages=messages, retrievable=self._retrievable(self.texts))
+        return Window(messages=messages, retrievable=self._retrievable(self.texts, lent=lent))
 
     def end_session(self) -> None:
         """Long-term memory: the whole chat goes into the index, and later chats

@@ -63,10 +63,12 @@ class ListsAGrowingStore:
     unchanged_retrievable: int | None = None
     _retrievable_listed = 0  # how many texts the last window listed
 
-    def _retrievable(self, store: list[str]) -> list[str]:
-        """The window's copy of ``store``."""
+    def _retrievable(self, store: list[str], *, lent: bool = False) -> list[str]:
+        """``store`` for the window: a copy, or for a lent window (see
+        lent_window_of) the store itself, as long as the session copying it
+        every turn would be."""
         self.unchanged_retrievable, self._retrievable_listed = self._retrievable_listed, len(store)
-        return list(store)
+        return store if lent else list(store)
 
 
 class TracksUnchangedPrefix:
@@ -106,11 +108,12 @@ _BUILT_IN = __name__.rsplit(".", 1)[0] + "."
 
 
 def lent_window_of(strategy: Any) -> tuple[Any, bool]:
-    """The strategy's next window, and whether its message list is lent: the
-    strategy's own list, valid until its next window, which changes it in
-    place. Only the marked built-in strategies that offer ``lent_window`` lend
-    theirs (a caller that keeps a lent list past that copies it); a long session
-    then costs its new messages, not a copy of the whole window per turn."""
+    """The strategy's next window, and whether its lists are lent: its
+    message list and its retrievable texts may be the strategy's own, valid
+    until its next window, which changes them in place. Only the marked
+    built-in strategies that offer ``lent_window`` lend theirs (a caller that
+    keeps a lent list past that copies it); a long session then costs its new
+    messages, not a copy of the whole window per turn."""
     lend = getattr(strategy, "lent_window", None) if type(strategy) in _TRACKING else None
     if callable(lend):
         return lend(), True
