@@ -37,48 +37,61 @@ TEXTS = [
 
 
 def session_yaml(turns: int) -> str:
-    lines = ["id: long", "system: You are a coding agent.", "turns:"]
+    """A bulky log early on holds the needle (headtail cuts it, toolprune
+    prunes it: the fact leaves the window), then ``turns`` short turns."""
+    lines = [
+        "id: long",
+        "system: You are a coding agent.",
+        "turns:",
+        "  - user: Fetch the billing logs.",
+        "  - assistant: Fetching them.",
+        "    tool_calls: [{name: fetch_logs, args: {service: billing}}]",
+        "  - tool: {name: fetch_logs, generate: {kind: log_lines, rows: 300, seed: 3}}",
+    ]
     for turn in range(turns):
         lines.append(f"  - user: 'Turn {turn}: the build failed again, can you look?'")
         lines.append(f"  - assistant: 'On turn {turn}: I reran the tests and they passed.'")
     lines += [
         "needles:",
-        "  - id: vault",
-        "    depth: 0.3",
-        "    role: user",
-        "    text: 'The vault code for the project is 7-3-9-4.'",
-        "    question: What is the vault code for the project?",
-        "    answer: '7-3-9-4'",
+        "  - id: db-port",
+        "    depth: 0.5",
+        "    role: tool",
+        "    text: 'The staging database listens on port 5432.'",
+        "    question: Which port does the staging database listen on?",
+        "    answer: '5432'",
+        "    slot: database listens on port",
         "probes:",
-        "  - id: vault-code",
-        "    user: What is the vault code for the project?",
-        "    expect: {contains: '7-3-9-4'}",
+        "  - id: port",
+        "    user: Which port does the staging database listen on?",
+        "    expect: {contains: '5432'}",
     ]
     return "\n".join(lines) + "\n"
 
 
 def texts_read(monkeypatch: pytest.MonkeyPatch, strategy: str, turns: int) -> int:
-    """How many messages and texts the fact ledger looks at while one probe of a ``turns``-turn
-    session is evaluated under ``strategy`` (its ground truth too)."""
+    """How many messages the fact ledger looks at, and characters of text it
+    reads, while one probe of a ``turns``-turn session is evaluated under
+    ``strategy`` (its ground truth too)."""
     from pytest_ctxeval.evaluate.runner import EvalSettings, Evaluator
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.registry import resolve
 
     read = 0
-    found, message_found = ledger_module._found, FactLedger._message_found
+    normalise, message_found = ledger_module.normalise, FactLedger._message_found
 
-    def counting_texts(text: str, facts: Any) -> Any:
+    def counting_characters(text: str) -> str:
         nonlocal read
-        read += 1
-        return found(text, facts)
+        read += len(text)
+        return normalise(text)
 
     def counting_messages(self: FactLedger, message: Any) -> Any:
         nonlocal read
         read += 1  # a message already read is not read again, but still looked at
         return message_found(self, message)
 
-    monkeypatch.setattr(ledger_module, "_found", counting_texts)
+    monkeypatch.setattr(ledger_module, "normalise", counting_characters)
     monkeypatch.setattr(FactLedger, "_message_found", counting_messages)
+    ledger_module._found.cache_clear()
     conversation = parse_conversations(session_yaml(turns), "long.yaml")[0]
     [spec] = resolve(strategy, preset_dirs=[])
     record = Evaluator(EvalSettings(concurrency=1)).evaluate(
@@ -88,7 +101,9 @@ def texts_read(monkeypatch: pytest.MonkeyPatch, strategy: str, turns: int) -> in
     return read
 
 
-@pytest.mark.parametrize("strategy", ["full", "headtail", "rag", "cache-hostile", "toolprune"])
+@pytest.mark.parametrize(
+    "strategy", ["full", "headtail(head=20,tail=20)", "rag", "cache-hostile", "toolprune"]
+)
 def test_four_times_the_turns_read_about_four_times_the_texts(
     monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:

@@ -9,7 +9,8 @@ way a summary rewrites a number.  Unlike fact survival at a probe, every
 message of the request counts, the last one too: after a request the whole
 window is what the model saw (a fact planted in the
 current user message is ``verbatim`` at that request).  A fact spread over
-two messages is not verbatim: each piece is looked for in one text."""
+two messages is not verbatim: each piece is looked for in one text, and so
+are a slot and the value after it."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ from ..strategies.base import Window
 from .prefix_unions import Found, PrefixUnions, Unchanged
 
 STATES = ("verbatim", "transformed", "mutated", "in_store", "gone")
+# What a text shows of a fact with a slot, beside its pieces (i >= 0) and its
+# answers (-1 - j): the slot followed by a value, or the fact's own value.
+_SLOT_SHOWN = 1 << 20
+_VALUE_SHOWN = _SLOT_SHOWN + 1
 # A value is a run of word characters with inner dots, colons, slashes or dashes.
 _VALUE = r"([\w][\w.:/-]*\w|\w)"
 # Words that may stand between a slot and its value ("port is 5432", "port: 5432").
@@ -76,7 +81,7 @@ class FactLedger:
         stored = self._window.stored(
             window.retrievable, unchanged, lambda text: _found(text, plan.key)
         )
-        states = _states(plan, seen, stored, lambda: _texts(window))
+        states = _states(plan, seen, stored)
         for fact_id, state in states.items():
             runs = self.runs.setdefault(fact_id, [])
             if runs and runs[-1][0] == state:
@@ -131,7 +136,7 @@ def fact_states(
     for text in texts:
         seen.update(_found(text, plan.key))
     stored = frozenset().union(*(_found(text, plan.key) for text in window.retrievable))
-    return _states(plan, seen, stored, lambda: texts)
+    return _states(plan, seen, stored)
 
 
 def _texts(window: Window) -> list[str]:
@@ -162,6 +167,8 @@ class _FactRule:
     fact: Fact
     pieces: frozenset[tuple[str, int]]
     answers: frozenset[tuple[str, int]]
+    slot_shown: Found  # empty for a fact without a slot
+    value_shown: Found
 
 
 @dataclass(frozen=True)
@@ -181,13 +188,20 @@ class _Plan:
             answers = frozenset(
                 (fact.id, -1 - i) for i, a in enumerate(fact.answers) if a not in ignored
             )
-            rules.append(_FactRule(fact, pieces, answers))
+            slotted = fact.slot is not None and fact.value is not None
+            rules.append(
+                _FactRule(
+                    fact,
+                    pieces,
+                    answers,
+                    frozenset({(fact.id, _SLOT_SHOWN)} if slotted else ()),
+                    frozenset({(fact.id, _VALUE_SHOWN)}),
+                )
+            )
         return cls(list(facts), _FactKey(facts), tuple(rules))
 
 
-def _states(
-    plan: _Plan, seen: set[tuple[str, int]], stored: Found, texts: Callable[[], list[str]]
-) -> dict[str, str]:
+def _states(plan: _Plan, seen: set[tuple[str, int]], stored: Found) -> dict[str, str]:
     either = seen | stored if stored else seen
     states: dict[str, str] = {}
     for rule in plan.rules:
@@ -196,7 +210,8 @@ def _states(
             states[fact.id] = "verbatim"
         elif not rule.answers.isdisjoint(seen):
             states[fact.id] = "transformed"
-        elif fact.slot is not None and _slot_mutated(fact, texts):
+        elif rule.slot_shown and rule.slot_shown <= seen and rule.value_shown.isdisjoint(seen):
+            # Another value after the slot, and its own value shown nowhere.
             states[fact.id] = "mutated"
         elif rule.pieces <= either or not rule.answers.isdisjoint(stored):
             states[fact.id] = "in_store"
@@ -253,8 +268,10 @@ class _WindowFacts:
 
 @lru_cache(maxsize=20_000)
 def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
-    """(fact id, i) for each piece i >= 0 of a fact that ``text`` holds, and
-    (fact id, -1 - j) for each of its answers j that it holds as whole words."""
+    """(fact id, i) for each piece i >= 0 of a fact that ``text`` holds,
+    (fact id, -1 - j) for each of its answers j that it holds as whole words,
+    and for a fact with a slot, whether it shows its own value (_VALUE_SHOWN)
+    or else the slot followed by a value (_SLOT_SHOWN)."""
     visible = normalise(text)
     found = set()
     for fact in facts:
@@ -264,24 +281,12 @@ def _found(text: str, facts: tuple[Fact, ...]) -> frozenset[tuple[str, int]]:
         for j, answer in enumerate(fact.answers):
             if contains_phrase(visible, answer):  # a substring test first, then whole words
                 found.add((fact.id, -1 - j))
+        if fact.slot is not None and fact.value is not None:
+            if contains_phrase(visible, fact.value):
+                found.add((fact.id, _VALUE_SHOWN))
+            elif _pattern(fact.slot).search(visible):
+                found.add((fact.id, _SLOT_SHOWN))
     return frozenset(found)
-
-
-def _slot_mutated(fact: Fact, texts: Callable[[], list[str]]) -> bool:
-    if fact.slot is None or fact.value is None:
-        return False
-    # Its own value anywhere is no mutation (it was "transformed" or coincidental).
-    visible = normalise("\n".join(texts()))
-    return mutated_value(visible, fact.slot, fact.value) is not None
-
-
-def mutated_value(visible: str, slot: str, value: str) -> str | None:
-    """Another value shown after ``slot`` in the normalised text, when its own
-    ``value`` is shown nowhere; None otherwise."""
-    if contains_phrase(visible, value):
-        return None
-    found = _pattern(slot).search(visible)
-    return found.group(1) if found is not None else None
 
 
 @lru_cache(maxsize=256)
