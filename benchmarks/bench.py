@@ -594,13 +594,16 @@ SCALING_LONG = (1_000, 2_000, 4_000, 8_000, 16_000, 20_000)
 
 def scaling_one(pairs: int, name: str) -> None:
     """In a process of its own (``--scaling-one``): one item of a ``pairs``-pair
-    session under ``name`` on the oracle, as the plugin evaluates it (simulate,
-    window, window trace, fact survival, ground truth, scoring); prints seconds."""
+    session with a planted needle under ``name`` on the oracle, as the plugin
+    evaluates it (simulate, window, window trace, the needle's fact ledger,
+    fact survival, ground truth, scoring); prints seconds."""
     from pytest_ctxeval.evaluate.runner import EvalSettings, Evaluator
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.registry import resolve
 
-    conversation = parse_conversations(workload.pairs_scenario(1, pairs), "bench.yaml")[0]
+    conversation = parse_conversations(
+        workload.pairs_scenario(1, pairs, planted=True), "bench.yaml"
+    )[0]
     [spec] = resolve(name)
     evaluator = Evaluator(EvalSettings(concurrency=1))
     evaluator.evaluate(conversation, spec, conversation.probes[0], source="warm-up.yaml")
@@ -627,8 +630,8 @@ def strategy_scaling(
     from pytest_ctxeval.strategies.registry import resolve
 
     print(
-        "\nscaling: one item of a user/assistant session on the oracle, per strategy "
-        "(seconds; xN = time per doubling of turns, ~2 is linear):"
+        "\nscaling: one item of a user/assistant session with a planted needle, on the "
+        "oracle, per strategy (seconds; xN = time per doubling of turns, ~2 is linear):"
     )
     if names is None:  # every built-in strategy, and a pipeline
         specs = resolve("all") + resolve(SCALING_PIPELINE)

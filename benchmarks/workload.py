@@ -54,17 +54,30 @@ def _quoted(text: str) -> str:
     return json.dumps(text)  # JSON strings are YAML double-quoted scalars
 
 
-def pairs_scenario(index: int, pairs: int) -> str:
+def pairs_scenario(index: int, pairs: int, *, planted: bool = False) -> str:
+    """``planted``: the needle is declared as one (``needles:``), so the fact
+    ledger and fact survival follow it through every request, as they do in
+    a scenario written by hand; otherwise it is only a turn of the session."""
     rng = random.Random(index)
-    needle_at = pairs // 2
+    needle_at = -1 if planted else pairs // 2
+    needle = f"For the record, the vault code for project {index} is 7-3-9-{index}."
     lines = [f"id: pairs-{index}", "system: You are a coding agent.", "turns:"]
     for turn in range(pairs):
         user = f"Turn {turn}: {rng.choice(_SUBJECTS)} {rng.choice(_VERBS)}, can you look?"
         if turn == needle_at:
-            user = f"For the record, the vault code for project {index} is 7-3-9-{index}."
+            user = needle
         lines.append(f"  - user: {_quoted(user)}")
         reply = f"On turn {turn}: {rng.choice(_REPLIES)} {rng.choice(_REPLIES)}"
         lines.append(f"  - assistant: {_quoted(reply)}")
+    if planted:
+        lines += [
+            "needles:",
+            "  - id: vault",
+            "    depth: 0.5",
+            "    role: user",
+            f"    text: {_quoted(needle)}",
+            f"    answer: '7-3-9-{index}'",
+        ]
     lines += [
         "probes:",
         "  - id: vault",
