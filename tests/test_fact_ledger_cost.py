@@ -150,3 +150,11 @@ def test_the_ledger_says_at_each_request_what_a_fresh_look_at_the_window_says(
         expected = fact_states(facts, window)
         assert told.observe(window, unchanged=Unchanged(prefix, after_first, stored)) == expected
         assert compared.observe(window) == expected  # the ledger compares the windows itself
+
+
+def test_facts_added_to_a_ledger_are_looked_for_in_the_messages_it_read() -> None:
+    ledger = FactLedger([PORT])
+    window = Window(messages=[{"role": "user", "content": f"{PORT.text} {CODE.text}"}])
+    assert ledger.observe(window) == {"db-port": "verbatim"}
+    ledger.facts.append(CODE)
+    assert ledger.observe(window) == {"db-port": "verbatim", "vault": "verbatim"}

@@ -74,7 +74,8 @@ class FactLedger:
         plan = self._plan
         if plan is None or plan.facts != self.facts:
             plan = self._plan = _Plan.of(self.facts, self.coincidental)
-            self._window = _WindowFacts()
+            self._window = _WindowFacts()  # what was found, was found for other facts
+            self._held.clear()
         seen = set(self._window.shown(window.messages, unchanged, self._message_found))
         for text in tools_texts(window.tools):
             seen.update(_found(text, plan.key))
