@@ -513,7 +513,7 @@ def startup_figures() -> None:
 
 
 def xdist_workloads() -> None:
-    """-n 2 against one process, on the bundled suite and the 200-pair workload."""
+    """-n 2 against one process, on the bundled suite and the 200-pair workloads."""
     print(f"\n-n 2 scaling (best of {XDIST_ROUNDS} interleaved rounds):")
     with tempfile.TemporaryDirectory() as tmp:
         bundled = Path(tmp) / "bundled"
@@ -521,9 +521,12 @@ def xdist_workloads() -> None:
         shutil.copytree(ROOT / "strategies", bundled / "strategies")
         (bundled / "pytest.ini").write_text("[pytest]\n")
         pairs = pairs_project(Path(tmp), 200, 50)
+        # Each worker has at least 10 s of work here: what -n 2 is for.
+        more_pairs = pairs_project(Path(tmp), 200, 100)
         runs = {
             "bundled suite": (bundled, ()),
             "200 pairs x 50, every strategy": (pairs, ()),
+            "200 pairs x 100, every strategy": (more_pairs, ()),
             "200 pairs x 50, full": (pairs, ("--ctx-strategy=full",)),
         }
         for name, (project, extra) in runs.items():
@@ -539,7 +542,7 @@ def xdist_workloads() -> None:
             # parallel_cpu where one process needs serial_cpu gains at most this.
             ceiling = 2 * serial_cpu / parallel_cpu
             print(
-                f"  {name:<30} {serial:5.1f} s serial ({serial_cpu:.1f} s CPU), "
+                f"  {name:<31} {serial:5.1f} s serial ({serial_cpu:.1f} s CPU), "
                 f"{parallel:5.1f} s with -n 2 ({serial / parallel:.2f}x, target >= 1.8x; "
                 f"{parallel_cpu:.1f} s CPU in all its processes, so at most "
                 f"{ceiling:.2f}x on 2 cores); two halves at once {split:5.1f} s "
