@@ -403,8 +403,15 @@ def test_rag_fork_indexes_on_its_own() -> None:
         original.add({"role": "assistant", "content": "Noted."})
     original.add({"role": "user", "content": "Which port?"})
     before = original.window()
-    postings = {t: (list(d), list(f)) for t, (d, f) in original.index.postings.items()}
-    indexed = (list(original.index.lengths), postings, list(original.chunks))
+
+    def postings() -> dict[str, tuple[object, ...]]:
+        """Each term's documents, and what bounds its score."""
+        return {
+            term: (list(p.docs), list(p.tfs), p.max_tf, p.min_length)
+            for term, p in original.index.postings.items()
+        }
+
+    indexed = (list(original.index.lengths), postings(), list(original.chunks))
     fork = original.fork()
     fork.add({"role": "assistant", "content": "Port 5003."})
     fork.add({"role": "user", "content": "Port 9999 is the backup port."})
@@ -413,7 +420,7 @@ def test_rag_fork_indexes_on_its_own() -> None:
     fork.window()
     assert len(fork.index.lengths) > len(indexed[0]) and len(fork.chunks) > len(indexed[2])
     assert list(original.index.lengths) == indexed[0] and original.chunks == indexed[2]
-    assert {t: (list(d), list(f)) for t, (d, f) in original.index.postings.items()} == postings
+    assert postings() == indexed[1]
     after = original.window()
     assert after.messages == before.messages
 
