@@ -173,7 +173,7 @@ class _Search:
                 scores[chosen] += self._term_score(idf, tfs[chosen], norms)
             elif len(docs) <= _SCATTER * len(chosen):  # cheaper to score all its documents
                 scores[docs] += self._term_score(idf, tfs, self._norm(self.lengths[docs]))
-            else:  # look the chosen documents up in the term's
+            else:  # look each chosen document up among the term's
                 at = np.minimum(np.searchsorted(docs, chosen), len(docs) - 1)
                 has = docs[at] == chosen
                 scores[chosen[has]] += self._term_score(idf, tfs[at[has]], norms[has])
