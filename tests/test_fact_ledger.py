@@ -233,20 +233,20 @@ def texts_read(monkeypatch: pytest.MonkeyPatch, strategy: str, turns: int) -> in
     from pytest_ctxeval.strategies.registry import resolve
 
     read = 0
-    normalise, message_found = ledger_module.normalise, FactLedger._message_found
+    normalise, message_found = ledger_module.normalise, FactLedger._found_in
 
     def counting_characters(text: str) -> str:
         nonlocal read
         read += len(text)
         return normalise(text)
 
-    def counting_messages(self: FactLedger, message: Any) -> Any:
+    def counting_messages(self: FactLedger, message: Any, key: Any) -> Any:
         nonlocal read
         read += 1  # a message already read is not read again, but still looked at
-        return message_found(self, message)
+        return message_found(self, message, key)
 
     monkeypatch.setattr(ledger_module, "normalise", counting_characters)
-    monkeypatch.setattr(FactLedger, "_message_found", counting_messages)
+    monkeypatch.setattr(FactLedger, "_found_in", counting_messages)
     ledger_module._found.cache_clear()
     conversation = parse_conversations(session_yaml(turns), "long.yaml")[0]
     [spec] = resolve(strategy, preset_dirs=[])

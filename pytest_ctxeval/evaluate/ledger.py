@@ -22,7 +22,7 @@ from typing import Any
 
 from ..llm.request_text import message_texts, tools_texts
 from ..llm.text import contains_phrase, normalise, normalised
-from ..messages import Message, identical_after_first, identical_prefix_length
+from ..messages import Message, identical_prefix_length, kept_after_new_first
 from ..scenario.build import Fact
 from ..strategies.base import Window
 from .prefix_unions import Found, PrefixUnions, Unchanged
@@ -76,12 +76,12 @@ class FactLedger:
             plan = self._plan = _Plan.of(self.facts, self.coincidental)
             self._window = _WindowFacts()  # what was found, was found for other facts
             self._held.clear()
-        seen = set(self._window.shown(window.messages, unchanged, self._message_found))
+        key = plan.key
+        shown = self._window.shown(window.messages, unchanged, lambda m: self._found_in(m, key))
+        seen = set(shown)
         for text in tools_texts(window.tools):
-            seen.update(_found(text, plan.key))
-        stored = self._window.stored(
-            window.retrievable, unchanged, lambda text: _found(text, plan.key)
-        )
+            seen.update(_found(text, key))
+        stored = self._window.stored(window.retrievable, unchanged, lambda t: _found(t, key))
         states = _states(plan, seen, stored)
         for fact_id, state in states.items():
             runs = self.runs.setdefault(fact_id, [])
@@ -91,12 +91,10 @@ class FactLedger:
                 runs.append([state, 1])
         return states
 
-    def _message_found(self, message: Message) -> Found:
+    def _found_in(self, message: Message, key: _FactKey) -> Found:
         """What ``message`` holds of the facts, read once per message object."""
         held = self._held.get(id(message))
         if held is None or held[0] is not message:
-            assert self._plan is not None
-            key = self._plan.key
             found = [_found(t, key) for t in message_texts(message)]
             held = self._held[id(message)] = (message, frozenset().union(*found))
         return held[1]
@@ -241,19 +239,20 @@ class _WindowFacts:
     ) -> Found:
         previous = self._messages
         if unchanged is None:
-            prefix = identical_prefix_length(previous, messages)
-            after_first = identical_after_first(previous, messages) if not prefix else 0
+            prefix, after_first = identical_prefix_length(previous, messages), None
         else:
             prefix, after_first = unchanged.prefix, unchanged.after_first
         prefix = min(prefix, len(previous), len(messages))
         if not prefix and messages:
             self._first = found(messages[0])
-        rest = self._rest.union(messages, prefix - 1 if prefix else after_first, found)
-        if prefix or not after_first:
-            previous[prefix:] = messages[prefix:]
-        else:  # a new first message before the previous window's others
+        kept = kept_after_new_first(previous, messages, prefix, after_first)
+        if kept:  # a new first message before the previous window's others
             previous[0] = messages[0]
-            previous[1 + after_first :] = messages[1 + after_first :]
+        else:
+            kept = prefix
+        rest = self._rest.union(messages, kept - 1 if kept else 0, found)
+        del previous[kept:]  # in place: a session's list grows, not copied
+        previous.extend(messages[kept:])
         return self._first | rest if messages else frozenset()
 
     def stored(
