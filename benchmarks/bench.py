@@ -600,19 +600,25 @@ def scaling_one(pairs: int, name: str) -> None:
     session with a planted needle under ``name`` on the oracle, as the plugin
     evaluates it (simulate, window, window trace, the needle's fact ledger,
     fact survival, ground truth, scoring); prints seconds."""
+    import gc
+
     from pytest_ctxeval.evaluate.runner import EvalSettings, Evaluator
+    from pytest_ctxeval.kept_objects import fewer_young_passes
     from pytest_ctxeval.scenario.loader import parse_conversations
     from pytest_ctxeval.strategies.registry import resolve
 
-    conversation = parse_conversations(
-        workload.pairs_scenario(1, pairs, planted=True), "bench.yaml"
-    )[0]
+    with fewer_young_passes():  # as the plugin reads a scenario file
+        conversation = parse_conversations(
+            workload.pairs_scenario(1, pairs, planted=True), "bench.yaml"
+        )[0]
     [spec] = resolve(name)
     evaluator = Evaluator(EvalSettings(concurrency=1))
     evaluator.evaluate(conversation, spec, conversation.probes[0], source="warm-up.yaml")
+    gc.freeze()  # as the plugin keeps what collection built
     evaluator = Evaluator(EvalSettings(concurrency=1))
     start = time.perf_counter()
-    record = evaluator.evaluate(conversation, spec, conversation.probes[0], source="bench.yaml")
+    with fewer_young_passes():  # as the plugin runs an item
+        record = evaluator.evaluate(conversation, spec, conversation.probes[0], source="bench.yaml")
     seconds = time.perf_counter() - start
     print(f"{seconds:.3f} {record.error or ''}".strip())
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .failure_text import format_failure, one_line_failure, rates
+from .kept_objects import fewer_young_passes
 from .live.options import wants_blocks
 from .report.terminal_text import printable
 from .results.record_text import TextsByIdentity
@@ -88,7 +89,10 @@ class ScenarioFile(pytest.File):
 
         shared = self.config.stash.get(SHARED_PARSING_KEY, None)
         try:
-            return self.parse() if shared is None else shared.conversations(self.path, self.parse)
+            with fewer_young_passes():
+                if shared is None:
+                    return self.parse()
+                return shared.conversations(self.path, self.parse)
         except ScenarioError as problem:
             return problem
 
@@ -205,9 +209,11 @@ class ProbeItem(pytest.Item):
 
     def runtest(self) -> None:
         session = self.config.stash[SESSION_KEY]
-        record = self.stamped(
-            session.evaluator.evaluate(self.conversation, self.spec, self.probe, source=self.source)
-        )
+        with fewer_young_passes():
+            evaluated = session.evaluator.evaluate(
+                self.conversation, self.spec, self.probe, source=self.source
+            )
+        record = self.stamped(evaluated)
         self.stash[RECORD_KEY] = record
         if not hasattr(self.config, "workerinput"):
             # An xdist worker leaves them to the controller, which makes them

@@ -9,15 +9,27 @@ controller took 1.5 ms instead of 0.3 ms.  Records hold no reference cycles,
 so freezing them (``gc.freeze``) loses nothing: reference counting still
 frees them.  The young generations are collected first, so no cyclic
 garbage is frozen with them; the plugin unfreezes everything when pytest is
-done (see plugin.pytest_load_initial_conftests)."""
+done (see plugin.pytest_load_initial_conftests).
+
+Reading a scenario file and evaluating an item build much that lives on
+(a long session's messages, its per-request series and window trace): the
+collector's young pass, every 700 new objects by default, moves each of
+them up a generation, and each move brings the next full pass closer.  With
+the young pass every 50,000 objects instead, a 10 MB session under three
+strategies took 23 s instead of 30 s, in the same memory."""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
+from collections.abc import Iterator
 
 # Records between two freezes: a freeze costs a young-generation pass.
 FREEZE_EVERY_RECORDS = 256
+# New objects between two of the collector's young passes while scenarios
+# are read and items evaluated (Python's default is 700).
+YOUNG_PASS_EVERY = 50_000
 
 
 def keep_out_of_full_collections() -> None:
@@ -39,3 +51,19 @@ def keep_to_the_end() -> None:
 
 def _freeze_at_exit() -> None:
     gc.freeze()  # runs only as the interpreter exits, after pytest is done
+
+
+@contextlib.contextmanager
+def fewer_young_passes() -> Iterator[None]:
+    """The collector's young pass at most every YOUNG_PASS_EVERY new objects
+    for the duration (a threshold already as high, or a collector turned
+    off, is left alone); the thresholds are put back after."""
+    young, *older = gc.get_threshold()
+    if not gc.isenabled() or young == 0 or young >= YOUNG_PASS_EVERY:
+        yield
+        return
+    gc.set_threshold(YOUNG_PASS_EVERY, *older)
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, *older)
