@@ -28,7 +28,7 @@ from .collect import (
 )
 from .duplicate_ids import DuplicateScenarioIds
 from .history.options import HistoryOptions, add_history_options
-from .kept_objects import keep_to_the_end
+from .kept_objects import keep_to_the_end, skip_the_last_collection
 from .live.hooks import register_live_feedback
 from .live.options import add_live_options
 from .options import CtxOptions, add_options
@@ -295,6 +295,7 @@ class ControllerHooks:
             # loads the report's libraries (pandas, jinja2) meanwhile, instead
             # of after the last item.  A run without scenarios never loads them.
             threading.Thread(target=_load_report_modules, daemon=True).start()
+            skip_the_last_collection()  # of the records this process will keep
         self.ctx.note_ran(probes, filtered=run_is_filtered(self.config))
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)

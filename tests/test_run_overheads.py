@@ -1,7 +1,8 @@
 """What a run pays besides its own work: the objects collection built are
 kept out of the garbage collector's full passes (pytest runs two at session
 end), in a run with scenarios only, and handed back when pytest is done;
-while an item is evaluated the collector's young pass runs less often, and
+the interpreter's last collection skips what the run leaves (on the xdist
+controller too); while an item is evaluated the collector's young pass runs less often, and
 its thresholds are put back after; a finished session is not kept alive to
 the end of the run."""
 
@@ -64,6 +65,17 @@ def test_a_scenario_run_freezes_what_collection_built(tmp_path: Path) -> None:
     assert "frozen during the run: True" in out, out
     assert "frozen after: False exit 0" in out, out
     # The interpreter's last collection does not walk what the run left.
+    assert "frozen at exit: True" in out, out
+
+
+def test_the_xdist_controller_skips_the_last_collection_too(tmp_path: Path) -> None:
+    # It keeps every record to the end: walking them as it exits cost 0.5 s
+    # after 1,200 items, more than a tenth of what -n 2 saves on them.
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "vault.yaml").write_text(SCENARIO, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    out = run(tmp_path, "--ctx-strategy=full", "-n", "2")
+    assert "frozen after: False exit 0" in out, out
     assert "frozen at exit: True" in out, out
 
 
