@@ -150,7 +150,7 @@ class _Search:
         scores = np.zeros(self.n)
         norms = None  # every document's norm, once a common term needs most of them
         for docs, tfs, idf in zip(self.docs, self.tfs, self.idfs, strict=True):
-            if 4 * len(docs) < self.n:
+            if len(docs) < _FEW * self.n:  # a rare term: its own documents' norms
                 scores[docs] += self._term_score(idf, tfs, self._norm(self.lengths[docs]))
                 continue
             if norms is None:
