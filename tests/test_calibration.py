@@ -181,3 +181,22 @@ def test_a_log_line_is_no_timestamp_but_a_bare_date_line_is():
     assert _is_timestamp("(session 4, 10:37 am on 27 June, 2023)")
     assert _is_timestamp("On Monday 12th June at 10:00 UTC")
     assert not _is_timestamp("On Monday 12th June the deploy moved to staging")
+
+
+@pytest.mark.parametrize("count", [33, 1_000, 20_000])
+def test_session_sentences_are_drawn_in_the_seeded_sample_order(count: int) -> None:
+    # The decoy sentences of a probe are a seeded sample: drawn one at a time
+    # (a long session has tens of thousands), in the order random.sample gives,
+    # so a suite's decoys stay what they were.
+    import itertools
+    import random
+
+    from pytest_ctxeval.evaluate.calibration import seeded_order
+
+    drawn = random.Random("diary\0p")
+    first = list(itertools.islice(seeded_order(drawn, count), 40))
+    assert first == random.Random("diary\0p").sample(range(count), count)[:40]
+    everything = random.Random("diary\0p")
+    assert list(seeded_order(everything, count)) == random.Random("diary\0p").sample(
+        range(count), count
+    )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -247,9 +248,7 @@ def _sentence_sample(
 ) -> list[str]:
     pool = _session_sentences(conversation)
     rng = random.Random(f"{conversation.id}\0{key}")
-    order = (
-        rng.sample(range(len(pool)), len(pool)) if len(pool) > SENTENCE_SAMPLE else range(len(pool))
-    )
+    order = seeded_order(rng, len(pool)) if len(pool) > SENTENCE_SAMPLE else range(len(pool))
     picked: list[str] = []
     for index in order:
         if not _knows(pool[index], evidence, expectations):
@@ -257,6 +256,20 @@ def _sentence_sample(
             if len(picked) == SENTENCE_SAMPLE:
                 break
     return picked
+
+
+def seeded_order(rng: random.Random, count: int) -> Iterator[int]:
+    """``range(count)`` in the order ``rng.sample(range(count), count)`` gives,
+    drawn one at a time: a long session's pool has tens of thousands of
+    sentences, and the sample stops after a few dozen.  The same draws as
+    ``sample`` (a Fisher-Yates shuffle of a pool, with ``randrange``), the
+    pool's moved entries kept in a dict."""
+    moved: dict[int, int] = {}
+    for drawn in range(count):
+        last = count - drawn - 1
+        at = rng.randrange(last + 1)
+        yield moved.get(at, at)
+        moved[at] = moved.get(last, last)
 
 
 def _knows(text: str, evidence: list[str], expectations: list[Expectation]) -> bool:
