@@ -564,6 +564,11 @@ def test_prompt_token_series_per_scenario_with_full_in_ink():
     assert svg.count("<polyline") == 2
     assert 'class="series full" stroke="#1c2126"' in svg
     assert "full: 480 tokens at the probe" in svg and "sliding: 200 tokens at the probe" in svg
+    # One point per call, from the left edge of the plot to its right edge,
+    # each line's the same calls.
+    lines = re.findall(r'<polyline class="series[^"]*" stroke="[^"]*" points="([^"]*)"', svg)
+    xs = [[point.split(",")[0] for point in line.split()] for line in lines]
+    assert xs == [["58.0", "273.3", "488.7", "704.0"]] * 2
     html = render_report(rs)
     assert 'data-series="0"' in html and '<option value="0">needle (4 calls)</option>' in html
 
@@ -667,3 +672,13 @@ def test_the_header_says_what_the_gate_decided_and_marks_regressions_apart(recor
     passed = GateResult(Comparison(), [], GateExit.OK)
     assert 'id="gate-decision">gate passed: 0 regressions' in render_report([known], gate=passed)
     assert 'id="gate-decision"' not in render_report([known])
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_a_scale_places_many_values_as_it_places_each(log: bool) -> None:
+    from pytest_ctxeval.report.svg import Scale
+
+    scale = Scale(3.0, 91_000.0, 260.0, 14.0, log=log)
+    values = [0, 1, 3, 17.5, 1_234, 90_999, 91_000, 120_000]
+    assert scale.many(values) == [scale(v) for v in values]
+    assert Scale(5.0, 5.0, 0.0, 100.0).many([5, 6]) == [0.0, 100.0]  # no span: no division by 0

@@ -194,12 +194,15 @@ def _series_svg(
         'text-anchor="middle">model call (the last is the probe)</text>'
     )
     shown = shown_at_first(series)
+    at_call = [f"{px:.1f}" for px in x.many(range(1, calls + 1))]  # the same for every line
     # full last, so its line is on top.
     for name in sorted(series, key=lambda n: n == "full"):
         parts.append(group_open(name, name in shown))
         values = series[name]
         colour = palette.get(name.split(" @ ")[0], MUTED)
-        line = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(values))
+        # A strategy whose session ended early has fewer calls than the longest.
+        placed = zip(at_call, y.many(values), strict=False)
+        line = " ".join(f"{px},{py:.1f}" for px, py in placed)
         css = "series full" if name == "full" else "series"
         parts.append(
             f'<polyline class="{css}" stroke="{colour}" points="{line}">'
@@ -207,7 +210,8 @@ def _series_svg(
         )
         hits = (cached or {}).get(name)
         if hits:
-            dots = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(hits))
+            placed = zip(at_call, y.many(hits), strict=True)  # one per call (_cached_series)
+            dots = " ".join(f"{px},{py:.1f}" for px, py in placed)
             share = sum(hits) / (sum(values) or 1)
             parts.append(
                 f'<polyline class="series cached" stroke="{colour}" stroke-dasharray="2 3" '

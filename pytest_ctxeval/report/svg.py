@@ -81,6 +81,15 @@ class Scale:
         span = (high - low) or 1.0
         return self.start + (value - low) / span * (self.end - self.start)
 
+    def many(self, values: Iterable[float]) -> list[float]:
+        """``[self(v) for v in values]``, in one pass: a run's per-call chart
+        places hundreds of thousands of points."""
+        if self.log:
+            return [self(v) for v in values]
+        low, start, end = self.low, self.start, self.end
+        span = (self.high - low) or 1.0
+        return [start + (v - low) / span * (end - start) for v in values]
+
     def ticks(self) -> list[float]:
         if self.log:
             return log_ticks(self.low, self.high)
