@@ -674,6 +674,32 @@ def test_the_header_says_what_the_gate_decided_and_marks_regressions_apart(recor
     assert 'id="gate-decision"' not in render_report([known])
 
 
+def test_cached_tokens_are_drawn_for_a_line_shorter_than_the_longest():
+    # A strategy whose session made fewer calls than another's in the same
+    # scenario: its cached-token dots follow its own calls.
+    rs = [
+        rec(
+            session_prompt_tokens=[100, 220, 350],
+            prompt_tokens=480,
+            session_requests={"cached_tokens": [0, 100, 220]},
+            probe_cached_tokens=350,
+        ),
+        rec(
+            strategy="sliding",
+            session_prompt_tokens=[100, 180],
+            prompt_tokens=200,
+            session_requests={"cached_tokens": [0, 100]},
+            probe_cached_tokens=150,
+        ),
+    ]
+    [chart] = prompt_series_charts(records_frame(rs))
+    svg = str(chart.svg)
+    dots = re.findall(r'<polyline class="series cached" [^>]*points="([^"]*)"', svg)
+    assert [len(line.split()) for line in dots] == [3, 4]  # sliding's, then full's on top
+    assert "sliding: cached tokens per call" in svg
+    assert 'data-series="0"' in render_report(rs)
+
+
 @pytest.mark.parametrize("log", [False, True])
 def test_a_scale_places_many_values_as_it_places_each(log: bool) -> None:
     from pytest_ctxeval.report.svg import Scale

@@ -200,7 +200,7 @@ def _series_svg(
         parts.append(group_open(name, name in shown))
         values = series[name]
         colour = palette.get(name.split(" @ ")[0], MUTED)
-        # A strategy whose session ended early has fewer calls than the longest.
+        # A line may have fewer calls than the scenario's longest.
         placed = zip(at_call, y.many(values), strict=False)
         line = " ".join(f"{px},{py:.1f}" for px, py in placed)
         css = "series full" if name == "full" else "series"
@@ -210,7 +210,7 @@ def _series_svg(
         )
         hits = (cached or {}).get(name)
         if hits:
-            placed = zip(at_call, y.many(hits), strict=True)  # one per call (_cached_series)
+            placed = zip(at_call, y.many(hits), strict=False)  # one per call of this line
             dots = " ".join(f"{px},{py:.1f}" for px, py in placed)
             share = sum(hits) / (sum(values) or 1)
             parts.append(
