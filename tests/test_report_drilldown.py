@@ -452,3 +452,35 @@ def test_the_pages_data_has_no_nan_and_no_way_out_of_its_script_element() -> Non
         "rates": [0.25, None],
         "deep": {"cost": None, "rows": [None]},
     }
+
+
+def test_a_changed_message_is_traced_to_its_original():
+    # A pruned tool result by its call id; a shortened message to the first
+    # message of its role that starts the same way (two do: the earlier one);
+    # a text sharing too little with any message is the strategy's own.
+    session = [
+        {"role": "user", "content": "The deploy of the billing service failed at noon today."},
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": "Something else entirely about lunch and the weather."},
+        {
+            "role": "user",
+            "content": "The deploy of the billing service failed at noon today, again",
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 60},
+        {"role": "tool", "tool_call_id": "c2", "content": "y" * 60},
+        {"role": "user", "content": "q?"},
+    ]
+    sent = [
+        {"role": "tool", "tool_call_id": "c2", "content": "[pruned]"},
+        {"role": "user", "content": "The deploy of the billing service failed [cut]"},
+        {"role": "user", "content": "...noon today, again."},
+        {"role": "user", "content": "q?"},
+    ]
+    parts = trace(session, sent)
+    assert [(p["mark"], p.get("n"), p.get("from"), p.get("to")) for p in parts] == [
+        ("dropped", None, 2, 5),
+        ("pruned", 6, None, None),
+        ("shortened", 1, None, None),
+        ("summary", None, None, None),
+        ("kept", 7, None, None),
+    ]

@@ -120,6 +120,7 @@ class _Matcher:
         self.used: set[int] = set()
         self.cursor = len(session)
         self._where = positions_of(session, "window-trace", _key)
+        self._candidates: _Candidates | None = None  # built at the first changed message
 
     def exact(self, message: Message) -> int | None:
         free = [i for i in self._where(_key(message)) if i not in self.used]
@@ -130,18 +131,20 @@ class _Matcher:
 
     def derived(self, message: Message) -> int | None:
         """The original a changed message came from: the tool result with its
-        call id, else the message of its role sharing the longest start or end."""
+        call id, else the message of its role sharing the longest start or end
+        (the first such, in session order)."""
         role = message.get("role")
         call_id = message.get("tool_call_id")
-        free = [i for i in range(len(self.session)) if i not in self.used]
+        if self._candidates is None:
+            self._candidates = _Candidates(self.session)
         if role == "tool" and call_id:
-            same_call = [i for i in free if self.session[i].get("tool_call_id") == call_id]
+            same_call = [i for i in self._candidates.with_call(call_id) if i not in self.used]
             if same_call:
                 return self._take(same_call[0])
         text = content_text(message)
         best, best_shared = None, 0
-        for i in free:
-            if self.session[i].get("role") != role:
+        for i in self._candidates.of(str(role), text):
+            if i in self.used:
                 continue
             original = content_text(self.session[i])
             shared = _shared_ends(original, text)
@@ -156,6 +159,52 @@ class _Matcher:
         self.used.add(index)
         self.cursor = min(self.cursor, index)
         return index
+
+
+class _Candidates:
+    """Which session messages can be a changed message's original, found
+    without reading every message for each: one that shares at least
+    MIN_SHARED_CHARS of its start or end with the changed text has the same
+    first or last MIN_SHARED_CHARS characters; one that shares all of itself
+    and is shorter is among the short ones of its role."""
+
+    def __init__(self, session: Sequence[Message]) -> None:
+        self._session = session
+        self._calls: dict[Any, list[int]] = {}
+        self._odd_calls: list[int] = []  # ids that cannot be dict keys
+        self._starts: dict[tuple[str, str], list[int]] = {}
+        self._ends: dict[tuple[str, str], list[int]] = {}
+        self._short: dict[str, list[int]] = {}
+        for i, message in enumerate(session):
+            role = str(message.get("role"))
+            call_id = message.get("tool_call_id")
+            try:
+                self._calls.setdefault(call_id, []).append(i)
+            except TypeError:
+                self._odd_calls.append(i)
+            text = content_text(message)
+            if len(text) < MIN_SHARED_CHARS:
+                self._short.setdefault(role, []).append(i)
+            else:
+                self._starts.setdefault((role, text[:MIN_SHARED_CHARS]), []).append(i)
+                self._ends.setdefault((role, text[-MIN_SHARED_CHARS:]), []).append(i)
+
+    def with_call(self, call_id: Any) -> list[int]:
+        """The messages whose tool call id is ``call_id``, in session order."""
+        try:
+            found = list(self._calls.get(call_id, ()))
+        except TypeError:
+            found = []
+        found += [i for i in self._odd_calls if self._session[i].get("tool_call_id") == call_id]
+        return sorted(found)
+
+    def of(self, role: str, text: str) -> list[int]:
+        """The messages of ``role`` that can share enough with ``text``, in session order."""
+        found = list(self._short.get(role, ()))
+        if len(text) >= MIN_SHARED_CHARS:
+            found += self._starts.get((role, text[:MIN_SHARED_CHARS]), ())
+            found += self._ends.get((role, text[-MIN_SHARED_CHARS:]), ())
+        return sorted(set(found))
 
 
 def _key(message: Message) -> tuple[str, ...]:
