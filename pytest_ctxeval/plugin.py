@@ -38,6 +38,9 @@ from .session_finish import finish_session
 
 # The key of the shared parsing folder in an xdist worker's input (see xdist_collect).
 WORKER_INPUT_KEY = "ctxeval_parsed_dir"
+# In a worker's input: whether the controller's --dist sends each scenario's
+# items to one worker (xdist sets the worker's own --dist to "no").
+RUNS_TOGETHER_KEY = "ctxeval_runs_together"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -166,10 +169,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
         ctx.gate.note_collected({parse_nodeid(nodeid) for nodeid in probes})
     # Under --dist load the controller schedules whole scenarios (see xdist_runs).
-    together = not hasattr(config, "workerinput") or config.option.dist in (
-        "load",
-        "loadscope",
-        "loadfile",
+    together = not hasattr(config, "workerinput") or bool(
+        config.workerinput.get(RUNS_TOGETHER_KEY, False)
     )
     selected = [
         ((item.source, item.conversation.id, item.spec.name), item.probe.id)
@@ -261,6 +262,8 @@ class ControllerHooks:
             folder = self.parsed_dir = make_folder()
             self.config.add_cleanup(lambda: remove_folder(folder))
         node.workerinput[WORKER_INPUT_KEY] = str(self.parsed_dir)
+        dist = self.config.getvalue("dist")
+        node.workerinput[RUNS_TOGETHER_KEY] = dist in ("load", "loadscope", "loadfile")
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # A scenario folder the ini names but that is not there would only

@@ -311,10 +311,11 @@ class CtxSession:
         """Remember the selected probes of each run: the evaluator asks the model
         for them together, and a probe deselected with -k or -m costs no call.
 
-        Under xdist's default distribution the probes of one run may go to
-        different workers; asking for all of them in each would pay twice, so
-        then every item asks for itself and the worker processes are the
-        parallelism (``--dist loadscope`` keeps a run on one worker).
+        Under an xdist ``--dist`` mode that may send the probes of one run to
+        different workers (``worksteal``, ``loadgroup``), asking for all of
+        them in each would pay twice, so then every item asks for itself and
+        the worker processes are the parallelism (``load``, the default of
+        ``-n``, keeps a scenario on one worker).
 
         ``probes``: each selected probe's run (scenario file, scenario,
         strategy) and its id."""

@@ -297,15 +297,19 @@ def slow(body: dict[str, Any]) -> Reply:
     return answer
 
 
-def run_four(pytester: pytest.Pytester, server: FakeOpenAIServer, *args: str) -> pytest.RunResult:
+def run_four(
+    pytester: pytest.Pytester,
+    server: FakeOpenAIServer,
+    *args: str,
+    xdist_args: tuple[str, ...] = ("-p", "no:xdist"),
+) -> pytest.RunResult:
     pytester.makefile(".yaml", **{"scenarios/four": FOUR_PROBES_YAML})
     # A window that differs from the full context: the last turn only.
     pytester.makefile(
         ".yaml", **{"strategies/sliding-1": "name: sliding-1\nkind: sliding\nparams: {turns: 1}\n"}
     )
     return pytester.runpytest(
-        "-p",
-        "no:xdist",
+        *xdist_args,
         "--ctx-model=openai/test-model",
         f"--ctx-api-base={server.url}",
         "--ctx-strategy=full,sliding-1",
@@ -324,7 +328,7 @@ def comparable(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_concurrency_overlaps_model_calls_and_keeps_records_identical(
-    pytester: pytest.Pytester, openai_server: FakeOpenAIServer
+    pytester: pytest.Pytester, openai_server: FakeOpenAIServer, xdist_args: tuple[str, ...]
 ) -> None:
     openai_server.responder = slow
     run_four(
@@ -336,11 +340,16 @@ def test_concurrency_overlaps_model_calls_and_keeps_records_identical(
     openai_server.peak_in_flight = 0
     openai_server.requests.clear()
     run_four(
-        pytester, openai_server, "--ctx-concurrency=8", "--ctx-results=par.jsonl"
+        pytester,
+        openai_server,
+        "--ctx-concurrency=8",
+        "--ctx-results=par.jsonl",
+        xdist_args=xdist_args,
     ).assert_outcomes(passed=8)
     # Both runs of the scenario (full, sliding-1) ask their 4 probes at once,
     # 8 answers in flight; under full each answer doubles as the ground
-    # truth, being the same request, and sliding-1 reuses those.
+    # truth, being the same request, and sliding-1 reuses those.  Under -n 2
+    # the scenario's items all go to one worker, which does the same.
     assert openai_server.peak_in_flight == 8
     assert len(openai_server.chat_requests) == sequential_requests == 8
     assert comparable(pytester.path / "seq.jsonl") == comparable(pytester.path / "par.jsonl")
