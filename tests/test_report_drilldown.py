@@ -484,3 +484,31 @@ def test_a_changed_message_is_traced_to_its_original():
         ("summary", None, None, None),
         ("kept", 7, None, None),
     ]
+
+
+def test_a_short_message_is_the_original_of_a_text_that_starts_or_ends_with_it():
+    # Shorter than the 24 characters a longer original must share: a short
+    # message is an original only when all of it starts or ends the text.
+    # Empty messages (a tool call's assistant turn) are nobody's original.
+    session = [
+        {"role": "user", "content": "Use port 8080."},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+        {"role": "user", "content": "ok"},
+        {"role": "user", "content": "port"},
+        {"role": "user", "content": "q?"},
+    ]
+    sent = [
+        {"role": "user", "content": "Use port 8080. (said at turn 1)"},
+        {"role": "user", "content": "Earlier you said: ok"},
+        {"role": "assistant", "content": "A call was made here."},
+        {"role": "user", "content": "q?"},
+    ]
+    parts = trace(session, sent)
+    assert [(p["mark"], p.get("from")) for p in parts] == [
+        ("summary", 1),
+        ("summary", 3),
+        ("summary", None),
+        ("dropped", 2),
+        ("dropped", 4),
+        ("kept", None),
+    ]

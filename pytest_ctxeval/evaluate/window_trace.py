@@ -165,8 +165,8 @@ class _Candidates:
     """Which session messages can be a changed message's original, found
     without reading every message for each: one that shares at least
     MIN_SHARED_CHARS of its start or end with the changed text has the same
-    first or last MIN_SHARED_CHARS characters; one that shares all of itself
-    and is shorter is among the short ones of its role."""
+    first or last MIN_SHARED_CHARS characters; a shorter one must share all
+    of itself: it is the changed text's start or end."""
 
     def __init__(self, session: Sequence[Message]) -> None:
         self._session = session
@@ -174,7 +174,7 @@ class _Candidates:
         self._odd_calls: list[int] = []  # ids that cannot be dict keys
         self._starts: dict[tuple[str, str], list[int]] = {}
         self._ends: dict[tuple[str, str], list[int]] = {}
-        self._short: dict[str, list[int]] = {}
+        self._short: dict[tuple[str, str], list[int]] = {}
         for i, message in enumerate(session):
             role = str(message.get("role"))
             call_id = message.get("tool_call_id")
@@ -183,11 +183,11 @@ class _Candidates:
             except TypeError:
                 self._odd_calls.append(i)
             text = content_text(message)
-            if len(text) < MIN_SHARED_CHARS:
-                self._short.setdefault(role, []).append(i)
-            else:
+            if len(text) >= MIN_SHARED_CHARS:
                 self._starts.setdefault((role, text[:MIN_SHARED_CHARS]), []).append(i)
                 self._ends.setdefault((role, text[-MIN_SHARED_CHARS:]), []).append(i)
+            elif text:  # an empty one shares nothing
+                self._short.setdefault((role, text), []).append(i)
 
     def with_call(self, call_id: Any) -> list[int]:
         """The messages whose tool call id is ``call_id``, in session order."""
@@ -200,7 +200,10 @@ class _Candidates:
 
     def of(self, role: str, text: str) -> list[int]:
         """The messages of ``role`` that can share enough with ``text``, in session order."""
-        found = list(self._short.get(role, ()))
+        found: list[int] = []
+        for length in range(1, min(len(text), MIN_SHARED_CHARS - 1) + 1):
+            found += self._short.get((role, text[:length]), ())
+            found += self._short.get((role, text[-length:]), ())
         if len(text) >= MIN_SHARED_CHARS:
             found += self._starts.get((role, text[:MIN_SHARED_CHARS]), ())
             found += self._ends.get((role, text[-MIN_SHARED_CHARS:]), ())
