@@ -595,12 +595,23 @@ SCALING_PAIRS = (1_000, 2_000, 4_000)
 SCALING_LONG = (1_000, 2_000, 4_000, 8_000, 16_000, 20_000)
 
 
-def scaling_one(pairs: int, name: str) -> None:
+def _scaling_yaml(pairs: int, shape: str) -> str:
+    """A one-scenario file of ``pairs`` pairs: the project's own workload
+    (``pairs``) or one of the peer comparison's shapes (benchmarks/peers/shapes.py)."""
+    if shape == "pairs":
+        return workload.pairs_scenario(1, pairs, planted=True)
+    from peers.shapes import shaped_workload
+    from peers.workload import ctxeval_yaml
+
+    return ctxeval_yaml(shaped_workload(shape, 1, pairs)[0])
+
+
+def scaling_one(pairs: int, name: str, shape: str = "pairs") -> None:
     """In a process of its own (``--scaling-one``): one item of a ``pairs``-pair
-    session with a planted needle under ``name`` on the oracle, as the plugin
-    evaluates a scenario's first item (simulate, window, window trace, the
-    needle's fact ledger, fact survival, ground truth, calibration, scoring);
-    prints seconds.
+    session (``shape``, see ``_scaling_yaml``) with a planted needle under
+    ``name`` on the oracle, as the plugin evaluates a scenario's first item
+    (simulate, window, window trace, the needle's fact ledger, fact survival,
+    ground truth, calibration, scoring); prints seconds.
 
     The warm-up (imports, first uses) runs on another, short session: warmed
     up on the measured session itself, the timed item would find that
@@ -620,9 +631,7 @@ def scaling_one(pairs: int, name: str) -> None:
         warm_up[0], spec, warm_up[0].probes[0], source="warm-up.yaml"
     )
     with fewer_young_passes():  # as the plugin reads a scenario file
-        conversation = parse_conversations(
-            workload.pairs_scenario(1, pairs, planted=True), "bench.yaml"
-        )[0]
+        conversation = parse_conversations(_scaling_yaml(pairs, shape), "bench.yaml")[0]
     gc.freeze()  # as the plugin keeps what collection built
     evaluator = Evaluator(EvalSettings(concurrency=1))
     start = time.perf_counter()
@@ -639,20 +648,30 @@ TARGET_DOUBLING = 2.2
 TARGET_PAIRS = 10_000  # 20,000 turns: linear up to here; beyond, a 10 MB session runs
 SCALING_GIVE_UP_S = 120  # one item; past this the strategy's figures stop
 SCALING_PIPELINE = "toolprune+compaction-cached(keep_turns=6)"
+# The same on sessions of long tool outputs (benchmarks/peers/shapes.py:
+# "tool-logs"): 2,500 pairs is 6,000 messages, 9.8 MB of YAML.
+SCALING_TOOLS = (625, 1_250, 2_500)
 # Each size is timed this many times, each in a fresh process; the fastest
 # counts (a one-off slow spell doubles a step's ratio at the smaller sizes).
 SCALING_ROUNDS = 2
 
 
 def strategy_scaling(
-    sizes: tuple[int, ...] = SCALING_PAIRS, names: tuple[str, ...] | None = None
+    sizes: tuple[int, ...] = SCALING_PAIRS,
+    names: tuple[str, ...] | None = None,
+    shape: str = "pairs",
 ) -> None:
     """Seconds of one item per strategy as the session doubles: linear work
     doubles, quadratic work quadruples (the ``xN`` figures)."""
     from pytest_ctxeval.strategies.registry import resolve
 
+    session = (
+        "a user/assistant session"
+        if shape == "pairs"
+        else f"a session shaped {shape!r} (benchmarks/peers/shapes.py)"
+    )
     print(
-        "\nscaling: a scenario's first item, on a user/assistant session with a planted "
+        f"\nscaling: a scenario's first item, on {session} with a planted "
         f"needle, on the oracle, per strategy (seconds, best of {SCALING_ROUNDS} processes; "
         "xN = time per doubling of turns, ~2 is linear):"
     )
@@ -666,7 +685,7 @@ def strategy_scaling(
         runs = len(sizes)  # a size given up on, and those after it, are not run again
         for _ in range(SCALING_ROUNDS):  # rounds over every size: a slow spell hits one size
             for index, pairs in enumerate(sizes[:runs]):
-                seconds, said = _one_item(pairs, spec.name)
+                seconds, said = _one_item(pairs, spec.name, shape)
                 if said and said not in notes:
                     notes.append(said)
                 if seconds is None:
@@ -684,19 +703,24 @@ def strategy_scaling(
             f"  target: each at most x{TARGET_DOUBLING} per doubling up to {TARGET_PAIRS:,} "
             f"pairs ({2 * TARGET_PAIRS:,} turns); the larger sizes show a 10 MB session"
         )
+    if sizes == SCALING_TOOLS:
+        print(
+            f"  target: each at most x{TARGET_DOUBLING} per doubling, up to a 10 MB session "
+            "(2,500 pairs: 6,000 messages, a log of about 3,000 tokens every fifth pair)"
+        )
     print(
         "  reproduce: python benchmarks/bench.py --only scaling "
         "(--only scaling-long: up to 20,000 pairs; --only scaling-doubling: every "
         "strategy and a pipeline, 2,500 to 40,000 pairs; scaling-doubling-pair: headtail "
-        "and full only)"
+        "and full only; scaling-tools: every strategy and a pipeline on long tool outputs)"
     )
 
 
-def _one_item(pairs: int, name: str) -> tuple[float | None, str]:
+def _one_item(pairs: int, name: str, shape: str = "pairs") -> tuple[float | None, str]:
     """(seconds of one ``--scaling-one`` run or None, what went wrong if anything)."""
     try:
         out = subprocess.run(
-            [sys.executable, __file__, "--scaling-one", str(pairs), name],
+            [sys.executable, __file__, "--scaling-one", str(pairs), name, shape],
             capture_output=True,
             text=True,
             env=ENV,
@@ -734,7 +758,7 @@ def main() -> None:
         "--replay-one", nargs=2, metavar=("TURNS", "STRATEGY"), help=argparse.SUPPRESS
     )
     parser.add_argument(
-        "--scaling-one", nargs=2, metavar=("PAIRS", "STRATEGY"), help=argparse.SUPPRESS
+        "--scaling-one", nargs=3, metavar=("PAIRS", "STRATEGY", "SHAPE"), help=argparse.SUPPRESS
     )
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -742,7 +766,7 @@ def main() -> None:
         replay_one(int(args.replay_one[0]), args.replay_one[1])
         return
     if args.scaling_one:
-        scaling_one(int(args.scaling_one[0]), args.scaling_one[1])
+        scaling_one(int(args.scaling_one[0]), args.scaling_one[1], args.scaling_one[2])
         return
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     if args.only:
@@ -757,6 +781,7 @@ def main() -> None:
                 "scaling-doubling-pair": lambda: strategy_scaling(
                     SCALING_DOUBLING, ("headtail", "full")
                 ),
+                "scaling-tools": lambda: strategy_scaling(SCALING_TOOLS, shape="tool-logs"),
             }[name.strip()]()
         return
     for section in SECTIONS.values():

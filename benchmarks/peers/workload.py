@@ -109,21 +109,24 @@ def _turn(message: dict[str, str]) -> dict[str, object]:
     return {message["role"]: message["content"]}
 
 
+def ctxeval_yaml(conv: Conversation) -> str:
+    """A conversation as a scenario file: the turns, and a probe that expects the answer."""
+    scenario = {
+        "id": conv.id,
+        "description": "benchmark: recall a needle said early in a long session",
+        "turns": [_turn(m) for m in conv.messages],
+        "probes": [{"id": "needle", "user": conv.question, "expect": {"contains": conv.answer}}],
+    }
+    return yaml.safe_dump(scenario, sort_keys=False, width=1000)
+
+
 def write_ctxeval(conversations: list[Conversation], folder: Path) -> list[Path]:
-    """One scenario file per conversation: the turns, and a probe that expects the answer."""
+    """One scenario file per conversation (see ``ctxeval_yaml``)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for conv in conversations:
-        scenario = {
-            "id": conv.id,
-            "description": "benchmark: recall a needle said early in a long session",
-            "turns": [_turn(m) for m in conv.messages],
-            "probes": [
-                {"id": "needle", "user": conv.question, "expect": {"contains": conv.answer}}
-            ],
-        }
         path = folder / f"{conv.id}.yaml"
-        path.write_text(yaml.safe_dump(scenario, sort_keys=False, width=1000), encoding="utf-8")
+        path.write_text(ctxeval_yaml(conv), encoding="utf-8")
         paths.append(path)
     return paths
 
