@@ -401,6 +401,34 @@ def test_rag_retrieves_evicted_turns_in_timeline_order_with_turn_numbers() -> No
     assert all("Lunch" not in m["content"] for m in messages[1:2])
 
 
+def test_rag_builds_each_window_of_a_session_as_it_would_from_scratch() -> None:
+    # A tool round asks the turn's question of the same store: its window
+    # retrieves what the turn's first did.  The same question asked again in
+    # the next turn, once another turn was evicted, searches the larger store.
+    question = "Which port does the staging database use?"
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    session = rag_session() + [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "port table: see the notes"},
+        {"role": "assistant", "content": "Port 5433."},
+        {"role": "user", "content": "Note 7: The staging database moved to port 6543."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": "Port 6543."},
+        {"role": "user", "content": question},
+    ]
+    turn_by_turn = RagStrategy(k=2, keep_turns=2)
+    windows = 0
+    for n, message in enumerate(session, start=1):
+        turn_by_turn.add(dict(message))
+        if message["role"] in ("user", "tool"):  # a request goes out
+            from_scratch = fed(RagStrategy(k=2, keep_turns=2), session[:n]).window()
+            assert turn_by_turn.window().messages == from_scratch.messages, n
+            windows += 1
+    assert windows == 11
+    assert "Note 7: The staging database moved" in turn_by_turn.window().messages[1]["content"]
+
+
 def test_rag_injects_nothing_when_nothing_matches_or_nothing_is_evicted() -> None:
     session = rag_session()[:-1] + [{"role": "user", "content": "Thanks!"}]
     assert (

@@ -61,6 +61,10 @@ class RagStrategy(ListsAGrowingStore, TracksUserTurns):
         self.indexed = 0  # messages after the system prompt that are in the index
         self.turn_offset = 0  # turns of earlier chats: turn numbers run on across chats
         self.last_hits: list[int] = []
+        # The question and store size of the last search: a tool round's
+        # request asks the same question of the same store (nothing is
+        # evicted until the next user turn), so its hits are the last ones.
+        self._searched: tuple[str, int] | None = None
 
     def params(self) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -93,8 +97,11 @@ class RagStrategy(ListsAGrowingStore, TracksUserTurns):
         user_at = self._user_at
         cut = user_at[-self.keep_turns] - offset if len(user_at) > self.keep_turns else 0
         self._index(history, offset, user_at, cut)
-        hits = sorted(self.index.search(last_user_text(history), self.k)) if self.chunks else []
-        self.last_hits = hits
+        searched = (last_user_text(history), len(self.chunks))
+        if searched != self._searched:
+            hits = sorted(self.index.search(searched[0], self.k)) if self.chunks else []
+            self.last_hits, self._searched = hits, searched
+        hits = self.last_hits
         injected: list[Message] = []
         if hits:
             blocks = [f"[turn {self.chunks[i][0]}]\n{self.chunks[i][1]}" for i in hits]
