@@ -5,6 +5,7 @@
     python benchmarks/bench.py --locomo   # also a LoCoMo-sized file under every strategy
     python benchmarks/bench.py --only workload,startup   # some sections only
     python benchmarks/bench.py --only report-open  # a LoCoMo-size run's report: size, write, open
+    python benchmarks/bench.py --only xdist-locomo # -n 2 on a LoCoMo-size run (about 6 minutes)
 
 Each section prints the command that reproduces its figure.  The workloads
 (benchmarks/workload.py) are written to a temporary folder, never committed.
@@ -306,12 +307,18 @@ def pytest_wall_and_cpu(cwd: Path, *args: str) -> tuple[float, float]:
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         return usage.ru_utime + usage.ru_stime
 
+    command = pytest_command(cwd, "out", *args)
     cpu, start = children_cpu(), time.perf_counter()
-    subprocess.run(pytest_command(cwd, "out", *args), cwd=cwd, capture_output=True, env=ENV)
+    subprocess.run(command, cwd=cwd, capture_output=True, env=ENV)
     return time.perf_counter() - start, children_cpu() - cpu
 
 
 def pytest_command(cwd: Path, out: str, *args: str) -> list[str]:
+    """A run writing to ``cwd / out``, emptied here, before any timing: a run
+    reads the results it finds there (to keep the items a partial rerun
+    leaves out), which would make every run after the first pay for reading
+    the one before."""
+    shutil.rmtree(cwd / out, ignore_errors=True)
     return [
         sys.executable,
         "-m",
@@ -337,16 +344,20 @@ def two_halves_at_once(cwd: Path, *args: str) -> float:
         lighter = sizes.index(min(sizes))
         halves[lighter].append(str(file.relative_to(cwd)))
         sizes[lighter] += file.stat().st_size
+    commands = [
+        pytest_command(cwd, f"half{i}", "-p", "no:xdist", *args, *half)
+        for i, half in enumerate(halves)
+    ]
     start = time.perf_counter()
     running = [
         subprocess.Popen(
-            pytest_command(cwd, f"half{i}", "-p", "no:xdist", *args, *half),
+            command,
             cwd=cwd,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=ENV,
         )
-        for i, half in enumerate(halves)
+        for command in commands
     ]
     for process in running:
         process.wait()
@@ -512,6 +523,48 @@ def startup_figures() -> None:
     print("  reproduce: python -X importtime -m pytest -q --ctx-strategy=full 2>&1 | grep litellm")
 
 
+def xdist_row(name: str, project: Path, *extra: str) -> None:
+    """One line: ``project`` serial, under ``-n 2`` and as two halves at
+    once, best of XDIST_ROUNDS interleaved rounds, with the CPU ceiling."""
+    serial_runs, parallel_runs, split_runs = [], [], []
+    for _ in range(XDIST_ROUNDS):  # interleaved: a slow spell hits all three alike
+        serial_runs.append(pytest_wall_and_cpu(project, "-p", "no:xdist", *extra))
+        parallel_runs.append(pytest_wall_and_cpu(project, "-n", "2", *extra))
+        split_runs.append(two_halves_at_once(project, *extra))
+    serial, serial_cpu = min(serial_runs)
+    parallel, parallel_cpu = min(parallel_runs)
+    split = min(split_runs)
+    # Two cores give at most 2 s of CPU per second: a run that needs
+    # parallel_cpu where one process needs serial_cpu gains at most this.
+    ceiling = 2 * serial_cpu / parallel_cpu
+    print(
+        f"  {name:<31} {serial:5.1f} s serial ({serial_cpu:.1f} s CPU), "
+        f"{parallel:5.1f} s with -n 2 ({serial / parallel:.2f}x, target >= 1.8x; "
+        f"{parallel_cpu:.1f} s CPU in all its processes, so at most "
+        f"{ceiling:.2f}x on 2 cores); two halves at once {split:5.1f} s "
+        f"({serial / split:.2f}x)"
+    )
+
+
+# The LoCoMo-size run of docs/importing.md: 16,720 items, records of ~29 KB.
+LOCOMO_STRATEGIES = "full,truncate,sliding,headtail,summarize,compaction,rag,toolprune"
+
+
+def xdist_locomo() -> None:
+    """-n 2 against one process on the LoCoMo-size import (a few minutes)."""
+    print(f"\n-n 2 scaling, LoCoMo-size import (best of {XDIST_ROUNDS} interleaved rounds):")
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        workload.import_locomo(project, project / "scenarios")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        xdist_row("10 conversations, 8 strategies", project, f"--ctx-strategy={LOCOMO_STRATEGIES}")
+    print(
+        "  reproduce: python benchmarks/workload.py locomo-json locomo10.json && ctxeval import "
+        "locomo locomo10.json -o scenarios && touch pytest.ini && time pytest -q [-n 2] "
+        f"--ctx-strategy={LOCOMO_STRATEGIES}"
+    )
+
+
 def xdist_workloads() -> None:
     """-n 2 against one process, on the bundled suite and the 200-pair workloads."""
     print(f"\n-n 2 scaling (best of {XDIST_ROUNDS} interleaved rounds):")
@@ -530,24 +583,7 @@ def xdist_workloads() -> None:
             "200 pairs x 50, full": (pairs, ("--ctx-strategy=full",)),
         }
         for name, (project, extra) in runs.items():
-            serial_runs, parallel_runs, split_runs = [], [], []
-            for _ in range(XDIST_ROUNDS):  # interleaved: a slow spell hits all three alike
-                serial_runs.append(pytest_wall_and_cpu(project, "-p", "no:xdist", *extra))
-                parallel_runs.append(pytest_wall_and_cpu(project, "-n", "2", *extra))
-                split_runs.append(two_halves_at_once(project, *extra))
-            serial, serial_cpu = min(serial_runs)
-            parallel, parallel_cpu = min(parallel_runs)
-            split = min(split_runs)
-            # Two cores give at most 2 s of CPU per second: a run that needs
-            # parallel_cpu where one process needs serial_cpu gains at most this.
-            ceiling = 2 * serial_cpu / parallel_cpu
-            print(
-                f"  {name:<31} {serial:5.1f} s serial ({serial_cpu:.1f} s CPU), "
-                f"{parallel:5.1f} s with -n 2 ({serial / parallel:.2f}x, target >= 1.8x; "
-                f"{parallel_cpu:.1f} s CPU in all its processes, so at most "
-                f"{ceiling:.2f}x on 2 cores); two halves at once {split:5.1f} s "
-                f"({serial / split:.2f}x)"
-            )
+            xdist_row(name, project, *extra)
     print(f"  two CPU-bound loops at once: {cpu_loops_at_once():.2f}x of one after the other")
     serial_cpu, parallel_cpu = xdist_own_cpu()
     print(
@@ -774,6 +810,7 @@ def main() -> None:
             {
                 **SECTIONS,
                 "xdist": xdist_workloads,
+                "xdist-locomo": xdist_locomo,
                 "locomo": locomo_sized,
                 "report-open": report_open.figures,
                 "scaling-long": lambda: strategy_scaling(SCALING_LONG),

@@ -69,14 +69,7 @@ html.write_report = _timed
 def run_locomo(folder: Path) -> tuple[Path, float, float]:
     """The LoCoMo-size run in ``folder``: its report, the run's seconds and
     the seconds the session spent writing the report."""
-    data = workload.write_locomo_json(folder / "locomo10.json", 10)
-    imported = folder / "imported"
-    subprocess.run(
-        [sys.executable, "-c", "from pytest_ctxeval.cli import main; main()", "import", "locomo"]
-        + [str(data), "-o", str(imported)],
-        check=True,
-        capture_output=True,
-    )
+    workload.import_locomo(folder, folder / "imported")
     (folder / "ctxeval_bench_timing.py").write_text(TIMING_PLUGIN)
     written = folder / "write-seconds"
     path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)

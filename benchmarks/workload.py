@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +160,19 @@ def write_locomo_json(path: Path, conversations: int) -> Path:
     samples = [locomo_sample(index) for index in range(conversations)]
     path.write_text(json.dumps(samples, indent=1), encoding="utf-8")
     return path
+
+
+def import_locomo(folder: Path, scenarios: Path) -> Path:
+    """The LoCoMo-shaped dataset (10 conversations) written in ``folder`` and
+    imported into ``scenarios`` by ``ctxeval import locomo``, as a user would."""
+    data = write_locomo_json(folder / "locomo10.json", 10)
+    subprocess.run(
+        [sys.executable, "-c", "from pytest_ctxeval.cli import main; main()", "import", "locomo"]
+        + [str(data), "-o", str(scenarios)],
+        check=True,
+        capture_output=True,
+    )
+    return scenarios
 
 
 def write_pairs(directory: Path, pairs: int, count: int) -> list[Path]:
