@@ -38,8 +38,7 @@ from .session_finish import finish_session
 
 # The key of the shared parsing folder in an xdist worker's input (see xdist_collect).
 WORKER_INPUT_KEY = "ctxeval_parsed_dir"
-# In a worker's input: whether the controller's --dist sends each scenario's
-# items to one worker (xdist sets the worker's own --dist to "no").
+# In a worker's input: whether it evaluates a scenario's runs together (see xdist_runs).
 RUNS_TOGETHER_KEY = "ctxeval_runs_together"
 
 
@@ -169,15 +168,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
         ctx.gate.note_collected({parse_nodeid(nodeid) for nodeid in probes})
     # Under --dist load the controller schedules whole scenarios (see xdist_runs).
-    together = not hasattr(config, "workerinput") or bool(
-        config.workerinput.get(RUNS_TOGETHER_KEY, False)
-    )
+    worker_input = getattr(config, "workerinput", {RUNS_TOGETHER_KEY: True})
     selected = [
         ((item.source, item.conversation.id, item.spec.name), item.probe.id)
         for item in items
         if isinstance(item, ProbeItem)
     ]
-    ctx.note_selection(selected, runs_stay_together=together)
+    ctx.note_selection(selected, runs_stay_together=bool(worker_input.get(RUNS_TOGETHER_KEY)))
 
 
 def _keep_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -250,6 +247,7 @@ class ControllerHooks:
         # node ids (collection, scheduling), and a file stays one.
         self._scenario_files: set[str] = set()
         self.ledger_breaches: list[str] = []  # --ctx-fail-if's fact-ledger rules broken
+        self.a_worker_crashed = False  # from then on, new workers run items alone
         # Under xdist: each item's --junitxml properties, from its call report
         # to its teardown report (a worker sends none: see ProbeItem.runtest).
         self._properties: dict[str, list[tuple[str, object]]] = {}
@@ -262,8 +260,9 @@ class ControllerHooks:
             folder = self.parsed_dir = make_folder()
             self.config.add_cleanup(lambda: remove_folder(folder))
         node.workerinput[WORKER_INPUT_KEY] = str(self.parsed_dir)
-        dist = self.config.getvalue("dist")
-        node.workerinput[RUNS_TOGETHER_KEY] = dist in ("load", "loadscope", "loadfile")
+        from .xdist_runs import runs_together
+
+        node.workerinput[RUNS_TOGETHER_KEY] = runs_together(self.config, self.a_worker_crashed)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         # A scenario folder the ini names but that is not there would only
@@ -313,7 +312,11 @@ class ControllerHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        from .xdist_runs import crash_text
+
+        self.a_worker_crashed = True
         if self._is_probe(crashitem):
+            report.longrepr = crash_text(report, report.node.workerinput.get(RUNS_TOGETHER_KEY))
             self.ctx.add_crash_record(crashitem, str(report.longrepr))
 
     def _session_size(self, scope: str) -> int | None:

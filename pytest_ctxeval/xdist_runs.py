@@ -22,6 +22,28 @@ from typing import Any
 
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
+# What the item a crashed worker was running says, when that worker was
+# evaluating the item's scenario under every strategy at once.
+_CRASHED_TOGETHER = (
+    " (it was evaluating this scenario under every selected strategy at once, so any of"
+    " them may have caused the crash; the worker that replaces it evaluates each item alone)"
+)
+
+
+def runs_together(config: Any, a_worker_crashed: bool) -> bool:
+    """Whether a new worker evaluates a scenario's runs together: when --dist
+    sends each scenario to one worker and no worker has crashed.  After a
+    crash each item runs alone: a strategy that takes its process down then
+    takes only its own items with it."""
+    return config.getvalue("dist") in ("load", "loadscope", "loadfile") and not a_worker_crashed
+
+
+def crash_text(report: Any, together: Any) -> str:
+    """xdist's line for the item a crashed worker was running and, if that
+    worker evaluated scenarios ``together``, that the crash may come from
+    another strategy's items."""
+    return f"{report.longrepr}{_CRASHED_TOGETHER if together else ''}"
+
 
 def scenario_scope(nodeid: str, is_probe: Callable[[str], bool]) -> str:
     """The unit of work ``nodeid`` belongs to: its scenario for a probe

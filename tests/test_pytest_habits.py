@@ -219,6 +219,26 @@ def test_an_item_whose_worker_crashed_gets_an_error_record(ctx):
     assert re.search(r"^crashing\s+passed 0/1 .* other 1 ", "\n".join(result.outlines), re.M)
 
 
+def test_a_crash_while_a_scenario_was_evaluated_together_says_any_strategy_may_be_the_cause(ctx):
+    # The worker evaluates the scenario under both strategies when its first
+    # item (full's) asks, and crashes in the other strategy's window: full's
+    # item carries the crash, and says that another strategy may have caused
+    # it.  The replacement evaluates each item alone, so the crashing
+    # strategy's own item then crashes by itself, and says so plainly.
+    ctx.write("crashing.py", CRASHING_STRATEGY)
+    ctx.scenario("mixed", MIXED)
+    result = ctx.run("--ctx-strategy=full,crashing:Crashing", "-k", "lost", "-n", "2")
+    result.assert_outcomes(failed=2)
+    records = by_key(ctx.results())
+    first = records[("mixed", "full", "lost")]["error"]
+    assert "crashed while running 'scenarios/mixed.yaml::mixed::lost[full]'" in first
+    assert "under every selected strategy at once, so any of them may have caused" in first
+    alone = records[("mixed", "crashing", "lost")]["error"]
+    assert "crashed while running 'scenarios/mixed.yaml::mixed::lost[crashing]'" in alone
+    assert "any of them" not in alone
+    result.stdout.fnmatch_lines(["*lost?full?*any of them may have caused the crash*"])
+
+
 # -- model and scenario text in the terminal ---------------------------------------------------
 
 # The oracle quotes the turn, so the answer carries the same characters.
