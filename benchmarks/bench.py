@@ -785,11 +785,25 @@ SECTIONS = {
 }
 
 
+# What --only can name: the default sections and the longer ones.
+ONLY = {
+    **SECTIONS,
+    "xdist": xdist_workloads,
+    "xdist-locomo": xdist_locomo,
+    "locomo": locomo_sized,
+    "report-open": report_open.figures,
+    "scaling-long": lambda: strategy_scaling(SCALING_LONG),
+    "scaling-doubling": lambda: strategy_scaling(SCALING_DOUBLING),
+    "scaling-doubling-pair": lambda: strategy_scaling(SCALING_DOUBLING, ("headtail", "full")),
+    "scaling-tools": lambda: strategy_scaling(SCALING_TOOLS, shape="tool-logs"),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the xdist scaling runs")
     parser.add_argument("--locomo", action="store_true", help="also a LoCoMo-sized run")
-    parser.add_argument("--only", help="comma-separated sections: " + ", ".join(SECTIONS))
+    parser.add_argument("--only", help="comma-separated sections: " + ", ".join(ONLY))
     parser.add_argument(
         "--replay-one", nargs=2, metavar=("TURNS", "STRATEGY"), help=argparse.SUPPRESS
     )
@@ -804,22 +818,15 @@ def main() -> None:
     if args.scaling_one:
         scaling_one(int(args.scaling_one[0]), args.scaling_one[1], args.scaling_one[2])
         return
+    unknown = [
+        name for name in (args.only or "").split(",") if args.only and name.strip() not in ONLY
+    ]
+    if unknown:
+        parser.error(f"unknown section {unknown[0].strip()!r}; expected one of {', '.join(ONLY)}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     if args.only:
         for name in args.only.split(","):
-            {
-                **SECTIONS,
-                "xdist": xdist_workloads,
-                "xdist-locomo": xdist_locomo,
-                "locomo": locomo_sized,
-                "report-open": report_open.figures,
-                "scaling-long": lambda: strategy_scaling(SCALING_LONG),
-                "scaling-doubling": lambda: strategy_scaling(SCALING_DOUBLING),
-                "scaling-doubling-pair": lambda: strategy_scaling(
-                    SCALING_DOUBLING, ("headtail", "full")
-                ),
-                "scaling-tools": lambda: strategy_scaling(SCALING_TOOLS, shape="tool-logs"),
-            }[name.strip()]()
+            ONLY[name.strip()]()
         return
     for section in SECTIONS.values():
         section()
