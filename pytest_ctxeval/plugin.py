@@ -316,7 +316,7 @@ class ControllerHooks:
 
         self.a_worker_crashed = True
         if self._is_probe(crashitem):
-            report.longrepr = crash_text(report, report.node.workerinput.get(RUNS_TOGETHER_KEY))
+            report.longrepr = crash_text(report, RUNS_TOGETHER_KEY)
             self.ctx.add_crash_record(crashitem, str(report.longrepr))
 
     def _session_size(self, scope: str) -> int | None:

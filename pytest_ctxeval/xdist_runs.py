@@ -38,11 +38,12 @@ def runs_together(config: Any, a_worker_crashed: bool) -> bool:
     return config.getvalue("dist") in ("load", "loadscope", "loadfile") and not a_worker_crashed
 
 
-def crash_text(report: Any, together: Any) -> str:
-    """xdist's line for the item a crashed worker was running and, if that
-    worker evaluated scenarios ``together``, that the crash may come from
-    another strategy's items."""
-    return f"{report.longrepr}{_CRASHED_TOGETHER if together else ''}"
+def crash_text(report: Any, together_key: str) -> str:
+    """xdist's line for the item a crashed worker (``report.node``) was
+    running and, if the worker's input said it evaluates scenarios together
+    (``together_key``), that the crash may come from another strategy's items."""
+    worker_input = getattr(getattr(report, "node", None), "workerinput", None) or {}
+    return f"{report.longrepr}{_CRASHED_TOGETHER if worker_input.get(together_key) else ''}"
 
 
 def scenario_scope(nodeid: str, is_probe: Callable[[str], bool]) -> str:
