@@ -54,6 +54,7 @@ MEMORY_MARKER = re.compile(r"\[… [\d,]+ chars stored as memory (\S+?); call re
 LISTED_MEMORY = re.compile(r"^id=(\S+) \|", re.MULTILINE)
 # A derived message shares at least this much of its start or end with its original.
 MIN_SHARED_CHARS = 24
+_START, _END = slice(None, MIN_SHARED_CHARS), slice(-MIN_SHARED_CHARS, None)
 
 Part = dict[str, Any]
 
@@ -166,48 +167,44 @@ class _Candidates:
     without reading every message for each: one that shares at least
     MIN_SHARED_CHARS of its start or end with the changed text has the same
     first or last MIN_SHARED_CHARS characters; a shorter one must share all
-    of itself: it is the changed text's start or end."""
+    of itself: it is the changed text's start or end.  The indexes are the
+    probe history's, built once for all of its probes and strategies."""
 
     def __init__(self, session: Sequence[Message]) -> None:
         self._session = session
-        self._calls: dict[Any, list[int]] = {}
-        self._odd_calls: list[int] = []  # ids that cannot be dict keys
-        self._starts: dict[tuple[str, str], list[int]] = {}
-        self._ends: dict[tuple[str, str], list[int]] = {}
-        self._short: dict[tuple[str, str], list[int]] = {}
-        for i, message in enumerate(session):
-            role = str(message.get("role"))
-            call_id = message.get("tool_call_id")
-            try:
-                self._calls.setdefault(call_id, []).append(i)
-            except TypeError:
-                self._odd_calls.append(i)
-            text = content_text(message)
-            if len(text) >= MIN_SHARED_CHARS:
-                self._starts.setdefault((role, text[:MIN_SHARED_CHARS]), []).append(i)
-                self._ends.setdefault((role, text[-MIN_SHARED_CHARS:]), []).append(i)
-            elif text:  # an empty one shares nothing
-                self._short.setdefault((role, text), []).append(i)
+        self._calls = positions_of(session, "window-trace-calls", _call_key)
+        self._starts = positions_of(session, "window-trace-starts", lambda m: _text_key(m, _START))
+        self._ends = positions_of(session, "window-trace-ends", lambda m: _text_key(m, _END))
+        self._short = positions_of(session, "window-trace-short", lambda m: _text_key(m, None))
 
     def with_call(self, call_id: Any) -> list[int]:
         """The messages whose tool call id is ``call_id``, in session order."""
-        try:
-            found = list(self._calls.get(call_id, ()))
-        except TypeError:
-            found = []
-        found += [i for i in self._odd_calls if self._session[i].get("tool_call_id") == call_id]
-        return sorted(found)
+        found = self._calls(str(call_id))  # by text: a call id need not be hashable
+        return [i for i in found if self._session[i].get("tool_call_id") == call_id]
 
     def of(self, role: str, text: str) -> list[int]:
         """The messages of ``role`` that can share enough with ``text``, in session order."""
         found: list[int] = []
         for length in range(1, min(len(text), MIN_SHARED_CHARS - 1) + 1):
-            found += self._short.get((role, text[:length]), ())
-            found += self._short.get((role, text[-length:]), ())
+            found += self._short((role, text[:length]))
+            found += self._short((role, text[-length:]))
         if len(text) >= MIN_SHARED_CHARS:
-            found += self._starts.get((role, text[:MIN_SHARED_CHARS]), ())
-            found += self._ends.get((role, text[-MIN_SHARED_CHARS:]), ())
+            found += self._starts((role, text[_START])) + self._ends((role, text[_END]))
         return sorted(set(found))
+
+
+def _call_key(message: Message) -> str | None:
+    call_id = message.get("tool_call_id")
+    return None if call_id is None else str(call_id)
+
+
+def _text_key(message: Message, part: slice | None) -> tuple[str, str] | None:
+    """(role, ``part`` of the text) for a text of MIN_SHARED_CHARS or more;
+    with no ``part``, (role, text) for a shorter one (an empty one is nobody's original)."""
+    text = content_text(message)
+    if not text or (len(text) >= MIN_SHARED_CHARS) != (part is not None):
+        return None
+    return str(message.get("role")), text[part] if part is not None else text
 
 
 def _key(message: Message) -> tuple[str, ...]:
