@@ -818,15 +818,14 @@ def main() -> None:
     if args.scaling_one:
         scaling_one(int(args.scaling_one[0]), args.scaling_one[1], args.scaling_one[2])
         return
-    unknown = [
-        name for name in (args.only or "").split(",") if args.only and name.strip() not in ONLY
-    ]
+    only = [name.strip() for name in args.only.split(",")] if args.only else []
+    unknown = [name for name in only if name not in ONLY]
     if unknown:
-        parser.error(f"unknown section {unknown[0].strip()!r}; expected one of {', '.join(ONLY)}")
+        parser.error(f"unknown section {unknown[0]!r}; expected one of {', '.join(ONLY)}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    if args.only:
-        for name in args.only.split(","):
-            ONLY[name.strip()]()
+    if only:
+        for name in only:
+            ONLY[name]()
         return
     for section in SECTIONS.values():
         section()
