@@ -500,6 +500,41 @@ def test_bm25_ranks_exactly_as_the_formula_one_document_at_a_time() -> None:
             assert fork.search(query, k) == expected
 
 
+def test_bm25_ranks_as_the_formula_while_the_store_grows_between_searches() -> None:
+    # A session's store gains documents between searches, and a fork goes on
+    # from the store as it was: words in most documents (a session's small
+    # vocabulary) are scored from frequencies the index keeps and extends.
+    import random
+
+    from pytest_ctxeval.strategies.bm25 import BM25Index
+
+    rng = random.Random(5)
+    common, rare = "deploy cache queue shard".split(), [f"r{i}" for i in range(30)]
+    documents: list[str] = []
+    index = BM25Index()
+    fork: BM25Index | None = None
+    fork_documents: list[str] = []
+
+    def document() -> str:
+        text = " ".join(rng.choice(common) for _ in range(rng.randint(0, 12)))
+        return text + " " + " ".join(rng.choices(rare, k=rng.randint(0, 2)))
+
+    for step in range(300):
+        # After the fork, each store gains documents of its own.
+        for store, texts in ((index, documents), (fork, fork_documents)):
+            if store is not None:
+                texts.append(document())
+                store.add(texts[-1])
+        if step == 150:  # after many searches
+            fork, fork_documents = copy.deepcopy(index), list(documents)
+        if fork is not None or rng.random() < 0.5:
+            query = " ".join(rng.choices([*common, *rare], k=rng.randint(1, 4)))
+            k = rng.randint(1, 5)
+            assert index.search(query, k) == _bm25_by_the_book(documents, query, k), step
+            if fork is not None:
+                assert fork.search(query, k) == _bm25_by_the_book(fork_documents, query, k), step
+
+
 def test_bm25_scores_only_the_documents_that_can_rank_and_ranks_as_the_formula() -> None:
     # A session's store grows every turn and is searched every turn: a search
     # that scored every document would make the session quadratic.

@@ -11,6 +11,12 @@ search therefore scores, first, only the documents of its weightiest terms,
 and stops there once no document outside them could reach the k-th best
 score (Turtle and Flood's MaxScore, over arrays): each term's score is
 bounded by its largest term frequency and its shortest document.
+
+When every word of the question is common (a session with a small
+vocabulary), the search has to score every document.  A term in most
+documents is then scored from its frequencies in all of them, kept between
+searches, rather than gathered and scattered over its own documents: a
+quarter of the time per document.
 """
 
 from __future__ import annotations
@@ -43,19 +49,42 @@ class Posting:
     """One term's documents in order, their term frequencies (floats, the
     type the scoring works in), and what bounds the term's score."""
 
-    __slots__ = ("docs", "tfs", "max_tf", "min_length")
+    __slots__ = ("docs", "tfs", "max_tf", "min_length", "dense", "covered")
 
     def __init__(self) -> None:
         self.docs = array("q")
         self.tfs = array("d")
         self.max_tf = 0.0
         self.min_length = 1 << 62
+        self.dense: Scores | None = None  # see dense_tfs
+        self.covered = 0  # documents the dense frequencies hold
 
     def copy(self) -> Posting:
+        # The dense frequencies are left out: a fork's first search that
+        # needs them builds its own.
         copied = Posting()
         copied.docs, copied.tfs = self.docs[:], self.tfs[:]
         copied.max_tf, copied.min_length = self.max_tf, self.min_length
         return copied
+
+    def dense_tfs(self, n: int) -> Scores:
+        """The term frequencies of documents 0 to ``n - 1``, 0.0 where the term
+        is absent.  A term in most documents scores faster over all of them
+        at once than gathered and scattered over its own; the array is kept,
+        and a later search fills in only the documents added since."""
+        import numpy as np
+
+        dense = self.dense
+        if dense is None or len(dense) < n:  # room for twice as many: amortised growth
+            grown = np.zeros(max(n, 2 * self.covered))
+            if dense is not None:
+                grown[: self.covered] = dense[: self.covered]
+            self.dense = dense = grown
+        docs = np.frombuffer(self.docs, dtype=np.int64)
+        new = int(np.searchsorted(docs, self.covered))
+        dense[docs[new:]] = np.frombuffer(self.tfs, dtype=np.float64)[new:]
+        self.covered = n
+        return dense[:n]
 
 
 class BM25Index:
@@ -135,6 +164,9 @@ class _Search:
         self.docs = [np.frombuffer(p.docs, dtype=np.int64) for p in found]
         self.tfs = [np.frombuffer(p.tfs, dtype=np.float64) for p in found]
         self.idfs = [math.log(1 + (n - len(d) + 0.5) / (len(d) + 0.5)) for d in self.docs]
+        # A term frequency of 0 scores exactly 0.0 (0 / a positive norm), so a
+        # document without the term can be scored as having it 0 times.
+        self.zero_where_absent = self.k1 > 0 and 0 <= self.b < 1
 
     def _norm(self, lengths: Any) -> Any:
         # k1 * (1 - b + b * length / average), the same operations for an
@@ -149,7 +181,7 @@ class _Search:
 
         scores = np.zeros(self.n)
         norms = None  # every document's norm, once a common term needs most of them
-        for docs, tfs, idf in zip(self.docs, self.tfs, self.idfs, strict=True):
+        for posting, docs, tfs, idf in zip(self.found, self.docs, self.tfs, self.idfs, strict=True):
             if len(docs) < _FEW * self.n:  # a rare term: its own documents' norms
                 scores[docs] += self._term_score(idf, tfs, self._norm(self.lengths[docs]))
                 continue
@@ -157,6 +189,8 @@ class _Search:
                 norms = self._norm(self.lengths)
             if len(docs) == self.n:  # in every document: documents 0 to n - 1, in order
                 scores += self._term_score(idf, tfs, norms)
+            elif self.zero_where_absent:  # 0.0 for a document without the term
+                scores += self._term_score(idf, posting.dense_tfs(self.n), norms)
             else:
                 scores[docs] += self._term_score(idf, tfs, norms[docs])
         return scores
