@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,6 +67,26 @@ def replace_with_copy(path: Path, source: Path) -> None:
             shutil.copyfileobj(read, write)
 
     _replace(path, copy)
+
+
+def replace_with_link(path: Path, source: Path) -> None:
+    """``path`` made a second name of ``source``'s file, a hard link: no
+    second copy on disk, and safe because nothing here changes a written file
+    in place (each is replaced by a new one).  A copy (``replace_with_copy``)
+    where the file system has no hard links."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A name nobody has: os.link fails rather than replace what is there.
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    try:
+        os.link(source, tmp, follow_symlinks=False)
+    except OSError:
+        replace_with_copy(path, source)
+        return
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _replace(path: Path, fill: Callable[[int], None]) -> None:

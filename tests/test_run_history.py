@@ -79,6 +79,61 @@ def test_each_run_keeps_its_results_and_report(
     assert len(shown) == 1 and shown[0].endswith(f"runs/{latest_id}")
 
 
+def test_the_newest_run_shares_its_files_and_a_later_run_leaves_them_as_they_were(
+    ctx: CtxProject,
+) -> None:
+    # At LoCoMo size a results file is hundreds of MB: the history keeps the
+    # latest one as a second name of the same file, and every later write
+    # makes a new file, so a kept run never changes.
+    two_scenarios(ctx)
+    reports = ctx.path / "reports"
+    assert ctx.run(STRATEGIES).ret == pytest.ExitCode.OK
+    (first,) = run_folders(ctx)
+    for name, kept in (("results.jsonl", "results.jsonl"), ("ctxeval.html", "ctxeval.html")):
+        assert (reports / name).stat().st_ino == (first / kept).stat().st_ino
+    before = {name: (first / name).read_bytes() for name in ("results.jsonl", "ctxeval.html")}
+    # A partial rerun (merging the earlier items), then a full one.
+    assert ctx.run(STRATEGIES, "-k", "short").ret == pytest.ExitCode.OK
+    assert ctx.run("--ctx-strategy=full").ret == pytest.ExitCode.OK
+    assert {name: (first / name).read_bytes() for name in before} == before
+    assert len(read_jsonl(first / "results.jsonl")) == 8
+    # The earlier results' second name, kept for the merge, is gone again.
+    assert sorted(p.name for p in reports.iterdir() if p.name.startswith(".results")) == []
+
+
+def test_a_rerun_merges_the_earlier_results_where_files_cannot_be_linked(
+    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    def no_links(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")  # as some file systems refuse
+
+    monkeypatch.setattr(os, "link", no_links)
+    two_scenarios(ctx)
+    assert ctx.run(STRATEGIES).ret == pytest.ExitCode.OK
+    (first_id,) = run_ids(ctx.results())
+    assert ctx.run(STRATEGIES, "-k", "short").ret == pytest.ExitCode.OK
+    records = ctx.results()
+    assert len(records) == 8
+    assert {r["run_id"] for r in records if r["scenario"] == "recall"} == {first_id}
+    first = ctx.path / "reports" / "runs" / first_id
+    assert len(read_jsonl(first / "results.jsonl")) == 8  # copied, and left whole
+
+
+def test_a_killed_run_s_leftover_does_not_stand_for_the_earlier_results(ctx: CtxProject) -> None:
+    two_scenarios(ctx)
+    assert ctx.run(STRATEGIES).ret == pytest.ExitCode.OK
+    (first_id,) = run_ids(ctx.results())
+    leftover = ctx.path / "reports" / ".results.jsonl.before-this-run"
+    leftover.write_text('{"not": "a record"}\n', encoding="utf-8")
+    assert ctx.run(STRATEGIES, "-k", "short").ret == pytest.ExitCode.OK
+    records = ctx.results()
+    assert len(records) == 8
+    assert {r["run_id"] for r in records if r["scenario"] == "recall"} == {first_id}
+    assert not leftover.exists()
+
+
 def test_the_history_keeps_the_newest_runs(ctx: CtxProject) -> None:
     ctx.scenario("short", SHORT)
     mine = ctx.path / "reports" / "runs" / "my-notes"
@@ -252,3 +307,10 @@ def test_the_history_keeps_every_record_even_when_the_results_file_lost_some(
     assert (tmp_path / "reports/runs/whole/results.jsonl").read_bytes() == results.read_bytes()
     assert kept("torn", 1) == ["p0", "p1", "p2"]  # not the file: it holds p0 only
     assert [r["probe"] for r in read_jsonl(results)] == ["p0"]
+    # The first run's history shared the results file's data; the second
+    # run wrote a new file, so that history is whole.
+    assert [r["probe"] for r in read_jsonl(tmp_path / "reports/runs/whole/results.jsonl")] == [
+        "p0",
+        "p1",
+        "p2",
+    ]

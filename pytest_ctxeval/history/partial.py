@@ -16,7 +16,8 @@ results are its own part of one CI run, joined by ``ctxeval merge``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -46,24 +47,53 @@ class _Earlier(BaseModel):
 
 
 class PreviousResults:
-    """The latest results as they were before this run started writing."""
+    """The latest results as they were before this run started writing.
+
+    They are kept under a second name, a hard link beside the results file
+    (this run writes its results to a new file, so the link keeps the old
+    one whole), and read line by line only when the run ends: at LoCoMo size
+    they are hundreds of MB, which the run would otherwise hold in memory
+    throughout.  Where the file system has no hard links they are read at
+    once instead."""
 
     def __init__(self) -> None:
-        # Each earlier record as what the rule reads and its line.
-        self.earlier: list[tuple[_Earlier, bytes]] = []
         self.kept = 0
+        self._aside: Path | None = None  # the earlier results' second name
+        self._lines: list[bytes] | None = None  # or their lines, read at once
 
     def read(self, path: Path) -> None:
-        """Read ``path`` before this run truncates it; a file that is missing
+        """Keep ``path`` before this run replaces it; a file that is missing
         or unreadable merges nothing (the run then replaces it, as always)."""
         if path.is_symlink() or not path.is_file():
             return
+        aside = path.with_name(f".{path.name}.before-this-run")
+        try:
+            aside.unlink(missing_ok=True)  # a run that was killed left it
+            os.link(path, aside, follow_symlinks=False)
+            self._aside = aside
+            return
+        except OSError:
+            pass
         try:
             with path.open("rb") as fh:
-                lines = [line for line in fh if line.strip()]
-            self.earlier = [(_Earlier.model_validate_json(line), line) for line in lines]
-        except (OSError, ValueError):
-            self.earlier = []
+                self._lines = [line for line in fh if line.strip()]
+        except OSError:
+            self._lines = None
+
+    def forget(self) -> None:
+        """Drop the earlier results' second name (their file is this run's
+        history now, or gone)."""
+        if self._aside is not None:
+            self._aside.unlink(missing_ok=True)
+            self._aside = None
+        self._lines = None
+
+    def _earlier(self) -> Iterator[bytes]:
+        if self._lines is not None:
+            yield from self._lines
+        elif self._aside is not None:
+            with self._aside.open("rb") as fh:
+                yield from (line for line in fh if line.strip())
 
     def merged(
         self, records: list[ResultRecord], *, model: str, repeat: int, root: Path
@@ -71,8 +101,18 @@ class PreviousResults:
         """This run's records with the earlier ones that still stand, in the
         earlier file's order with this run's in their places, new ones last."""
         self.kept = 0
-        if not self.earlier or not records:
-            return list(records)
+        try:
+            if records and (self._aside is not None or self._lines):
+                return self._merged(records, model=model, repeat=repeat, root=root)
+        except (OSError, ValueError):  # an earlier line that is not a record: merge nothing
+            self.kept = 0
+        finally:
+            self.forget()
+        return list(records)
+
+    def _merged(
+        self, records: list[ResultRecord], *, model: str, repeat: int, root: Path
+    ) -> list[ResultRecord]:
         from ..gate.completeness import scenario_scope
 
         scope = scenario_scope(records, root)
@@ -80,21 +120,18 @@ class PreviousResults:
         mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
         out: list[ResultRecord] = []
         placed: set[Key] = set()
-        try:
-            for old, line in self.earlier:
-                key = old.key
-                if key in placed:
-                    continue
-                if key in mine:
-                    out.append(mine[key])
-                    placed.add(key)
-                elif old.model == model and old.repeat == repeat and stands(key):
-                    out.append(ResultRecord.model_validate_json(line))
-                    placed.add(key)
-                    self.kept += 1
-        except ValueError:  # an earlier line that is not a record: merge nothing
-            self.kept = 0
-            return list(records)
+        for line in self._earlier():
+            old = _Earlier.model_validate_json(line)
+            key = old.key
+            if key in placed:
+                continue
+            if key in mine:
+                out.append(mine[key])
+                placed.add(key)
+            elif old.model == model and old.repeat == repeat and stands(key):
+                out.append(ResultRecord.model_validate_json(line))
+                placed.add(key)
+                self.kept += 1
         out.extend(r for r in records if record_key(r) not in placed)
         return out
 

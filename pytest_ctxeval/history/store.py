@@ -1,5 +1,7 @@
 """The run history folder: ``runs/<run_id>/`` next to the results file, one
-folder per run with its results, its report and a marker file.
+folder per run with its results, its report and a marker file.  The newest
+run's results and report are hard links to the latest ones (no second copy
+on disk): the plugin writes every file anew, never in place.
 
 Only a folder holding the marker is a run: pruning and listing never touch
 anything else a user keeps there.  Each file is written whole to a temporary
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..results.record import ResultRecord
-from ..safe_files import replace_text, replace_with_copy
+from ..safe_files import replace_text, replace_with_link
 
 RUNS_FOLDER = "runs"
 MARKER = "ctxeval-run.json"
@@ -134,12 +136,12 @@ def save_run(
         return None
     mine = folder / run_id
     if results_file is not None and not results_file.is_symlink():
-        # The run's results file holds these very records: copied, not written again.
-        replace_with_copy(mine / RESULTS_NAME, results_file)
+        # The run's results file holds these very records: linked, not written again.
+        replace_with_link(mine / RESULTS_NAME, results_file)
     else:
         write_records(mine / RESULTS_NAME, records)
-    if report is not None and report.is_file():
-        replace_text(mine / REPORT_NAME, report.read_text(encoding="utf-8"))
+    if report is not None and report.is_file() and not report.is_symlink():
+        replace_with_link(mine / REPORT_NAME, report)
     # Last: a folder is listed as a run only once everything is in it.
     replace_text(mine / MARKER, marker)
     prune(folder, keep)

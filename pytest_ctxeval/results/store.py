@@ -28,6 +28,12 @@ class ResultWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.written = 0  # records on disk
+        # A new file, never the old one emptied in place: the old one's data
+        # may live on under another name (a hard link in the run history, or
+        # the earlier results a partial rerun merges), which must stay whole.
+        if not path.is_symlink():  # a link is refused below, by name
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
         self._fd = open_no_follow(path)
         self._end = 0  # bytes of whole lines
 
