@@ -79,7 +79,7 @@ def replace_with_link(path: Path, source: Path) -> None:
     tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"
     try:
         os.link(source, tmp, follow_symlinks=False)
-    except OSError:
+    except (OSError, NotImplementedError):  # no hard links here, or not without following
         replace_with_copy(path, source)
         return
     try:

@@ -72,7 +72,7 @@ class PreviousResults:
             os.link(path, aside, follow_symlinks=False)
             self._aside = aside
             return
-        except OSError:
+        except (OSError, NotImplementedError):  # no hard links here: read them now
             pass
         try:
             with path.open("rb") as fh:
