@@ -16,9 +16,11 @@ results are its own part of one CI run, joined by ``ctxeval merge``)."""
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -49,21 +51,25 @@ class _Earlier(BaseModel):
 class PreviousResults:
     """The latest results as they were before this run started writing.
 
-    They are kept under a second name, a hard link beside the results file
-    (this run writes its results to a new file, so the link keeps the old
-    one whole), and read line by line only when the run ends: at LoCoMo size
-    they are hundreds of MB, which the run would otherwise hold in memory
-    throughout.  Where the file system has no hard links they are read at
-    once instead."""
+    Before the run writes, each earlier record's key is read and its line
+    left where it is: the file gets a second name, a hard link beside the
+    results file (this run writes its results to a new file, so the link
+    keeps the old one whole), and only the lines a partial rerun keeps are
+    read again at the end.  At LoCoMo size the earlier results are hundreds
+    of MB, which the run would otherwise hold in memory throughout.  Where
+    the file system has no hard links, the lines are held instead."""
 
     def __init__(self) -> None:
         self.kept = 0
+        # Each earlier record: what the rule reads, and where its line is.
+        self.earlier: list[tuple[_Earlier, int, int]] = []
         self._aside: Path | None = None  # the earlier results' second name
-        self._lines: list[bytes] | None = None  # or their lines, read at once
+        self._held: bytes | None = None  # or their bytes, where there is none
 
     def read(self, path: Path) -> None:
         """Keep ``path`` before this run replaces it; a file that is missing
-        or unreadable merges nothing (the run then replaces it, as always)."""
+        or unreadable, or a line that is not a record, merges nothing (the
+        run then replaces it, as always)."""
         if path.is_symlink() or not path.is_file():
             return
         aside = path.with_name(f".{path.name}.before-this-run")
@@ -71,29 +77,37 @@ class PreviousResults:
             aside.unlink(missing_ok=True)  # a run that was killed left it
             os.link(path, aside, follow_symlinks=False)
             self._aside = aside
-            return
-        except (OSError, NotImplementedError):  # no hard links here: read them now
-            pass
+        except (OSError, NotImplementedError):  # no hard links here: hold the bytes
+            try:
+                self._held = path.read_bytes()
+            except OSError:
+                return
         try:
-            with path.open("rb") as fh:
-                self._lines = [line for line in fh if line.strip()]
-        except OSError:
-            self._lines = None
+            self.earlier = list(self._keys())
+        except (OSError, ValueError):
+            self.forget()
+
+    def _keys(self) -> Iterator[tuple[_Earlier, int, int]]:
+        with self._open() as fh:
+            offset = 0
+            for line in fh:
+                if line.strip():
+                    yield _Earlier.model_validate_json(line), offset, len(line)
+                offset += len(line)
+
+    def _open(self) -> BinaryIO:
+        if self._held is not None:
+            return io.BytesIO(self._held)
+        assert self._aside is not None
+        return self._aside.open("rb")
 
     def forget(self) -> None:
-        """Drop the earlier results' second name (their file is this run's
-        history now, or gone)."""
+        """Drop the earlier results and their second name."""
         if self._aside is not None:
             self._aside.unlink(missing_ok=True)
             self._aside = None
-        self._lines = None
-
-    def _earlier(self) -> Iterator[bytes]:
-        if self._lines is not None:
-            yield from self._lines
-        elif self._aside is not None:
-            with self._aside.open("rb") as fh:
-                yield from (line for line in fh if line.strip())
+        self._held = None
+        self.earlier = []
 
     def merged(
         self, records: list[ResultRecord], *, model: str, repeat: int, root: Path
@@ -102,7 +116,7 @@ class PreviousResults:
         earlier file's order with this run's in their places, new ones last."""
         self.kept = 0
         try:
-            if records and (self._aside is not None or self._lines):
+            if records and self.earlier:
                 return self._merged(records, model=model, repeat=repeat, root=root)
         except (OSError, ValueError):  # an earlier line that is not a record: merge nothing
             self.kept = 0
@@ -120,18 +134,19 @@ class PreviousResults:
         mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
         out: list[ResultRecord] = []
         placed: set[Key] = set()
-        for line in self._earlier():
-            old = _Earlier.model_validate_json(line)
-            key = old.key
-            if key in placed:
-                continue
-            if key in mine:
-                out.append(mine[key])
-                placed.add(key)
-            elif old.model == model and old.repeat == repeat and stands(key):
-                out.append(ResultRecord.model_validate_json(line))
-                placed.add(key)
-                self.kept += 1
+        with self._open() as fh:
+            for old, offset, length in self.earlier:
+                key = old.key
+                if key in placed:
+                    continue
+                if key in mine:
+                    out.append(mine[key])
+                    placed.add(key)
+                elif old.model == model and old.repeat == repeat and stands(key):
+                    fh.seek(offset)
+                    out.append(ResultRecord.model_validate_json(fh.read(length)))
+                    placed.add(key)
+                    self.kept += 1
         out.extend(r for r in records if record_key(r) not in placed)
         return out
 
