@@ -107,8 +107,7 @@ def write_records(path: Path, records: Iterable[ResultRecord]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        Path(tmp).unlink()  # the writer creates it without following a link
-        write_results(Path(tmp), records)
+        write_results(Path(tmp), records)  # the writer replaces the name mkstemp reserved
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
