@@ -1,5 +1,5 @@
 """The model-free path does its per-message work once: copies of plain text
-messages are not re-serialised or deep-copied value by value, number series
+messages are not hashed again or deep-copied value by value, number series
 are not scrubbed item by item, and none of it changes what comes out."""
 
 from __future__ import annotations
@@ -73,15 +73,15 @@ def _counting_deepcopy(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_a_copied_plain_message_is_not_serialised_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_copied_plain_message_is_not_hashed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    serialise = request_blocks.serialise
+    digest = request_blocks.message_digest
 
-    def counted(value: Any) -> bytes:
+    def counted(message: Any, items: Any) -> bytes:
         calls.append(1)
-        return serialise(value)
+        return digest(message, items)
 
-    monkeypatch.setattr(request_blocks, "serialise", counted)
+    monkeypatch.setattr(request_blocks, "message_digest", counted)
     cache = PromptCache(OPENAI, lambda m: 2000, lambda tools: 0)
     session = _session(50)
     cache.send(session)

@@ -350,17 +350,19 @@ def test_the_breaks_kept_are_capped_but_all_are_counted() -> None:
 # -- linear work ------------------------------------------------------------------------------
 
 
-def test_each_message_is_serialised_once_however_many_requests_repeat_it(
+def test_each_message_is_hashed_once_however_many_requests_repeat_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = []
-    serialise = request_blocks.serialise
-    monkeypatch.setattr(request_blocks, "serialise", lambda v: calls.append(1) or serialise(v))
+    digest = request_blocks.message_digest
+    monkeypatch.setattr(
+        request_blocks, "message_digest", lambda m, items: calls.append(1) or digest(m, items)
+    )
     c = cache()
     requests = growing_session(100)
     for request in requests:
         c.send(request)
-    # The last request holds every message of the session: each was serialised once.
+    # The last request holds every message of the session: each was hashed once.
     assert len(calls) == len(requests[-1]) == 200
 
 

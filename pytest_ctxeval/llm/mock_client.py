@@ -10,15 +10,17 @@ as a live answer is bounded."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from .bounds import bounded as _bounded
 from .bounds import bounded_call as _bounded_call
-from .cassettes import CallContext, build_request, request_hash, response_problem
+from .cassettes import CallContext, build_request, canonical_json, response_problem
 from .client import _CALLS_LOCK, Completion, ModelClient, ModelError
 from .providers import PROVIDER, MockModelError, _reply_for
+from .text_hash import JSON_TAG, hash_items, text_only_items
 from .tokens import count_text_tokens, window_tokens
 
 MOCK_PREFIX = f"{PROVIDER}/"
@@ -45,14 +47,14 @@ class MockModelClient(ModelClient):
         response_format: dict[str, Any] | None = None,
         seed: int | None = None,
     ) -> Completion:
-        # The same request key as ModelClient.complete: identical requests
-        # (the `full` strategy's and the ground truth's) share one answer.
+        # As in ModelClient.complete, identical requests (the `full`
+        # strategy's and the ground truth's) share one answer.
         params: dict[str, Any] = {"temperature": self.temperature}
         if response_format:
             params["response_format"] = response_format
         if seed is not None:
             params["seed"] = seed
-        key = request_hash(build_request(self.model, messages, tools or None, params))
+        key = request_key(build_request(self.model, [], tools or None, params), messages)
         return self._once(key, lambda: self._answer(messages, tools or [], response_format, seed))
 
     def _answer(
@@ -92,6 +94,27 @@ class MockModelClient(ModelClient):
             latency_s=time.perf_counter() - started,
             finish_reason=finish_reason,
         )
+
+
+def request_key(request: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """A key that tells two requests apart exactly when their canonical JSON
+    does (keys sorted), found without writing the messages as JSON: a window
+    of a long session is megabytes of it, and the key is all the mocks need
+    (they record no cassettes).  ``request`` is the request without its
+    messages."""
+    hasher = hashlib.blake2b(digest_size=32)
+    head = canonical_json(request).encode("utf-8", "surrogatepass")
+    hasher.update(b"%d:%d:" % (len(head), len(messages)))
+    hasher.update(head)
+    for message in messages:
+        items = text_only_items(message)
+        if items is not None:
+            hash_items(hasher, sorted(items))
+        else:
+            text = canonical_json(message).encode("utf-8", "surrogatepass")
+            hasher.update(b"%s%d:" % (JSON_TAG, len(text)))
+            hasher.update(text)
+    return hasher.hexdigest()
 
 
 def model_client(model: str, **settings: Any) -> ModelClient:

@@ -1,7 +1,8 @@
 """A request cut into blocks: the tool definitions, then one block per
-message, each serialised as the provider sees it (JSON, keys in the order
-they were given: a reordered key is a different prompt), with a prefix hash
-and the prefix's tokens at every block boundary.
+message, each hashed as the provider sees it (keys in the order they were
+given: a reordered key is a different prompt; a text-only message from its
+items, any other from its JSON, see ``text_hash``), with a prefix hash and
+the prefix's tokens at every block boundary.
 
 The hash after the first message chains the tools and that message; past
 it, hashes chain the tools and the messages after the first, and a prefix is
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..messages import identical_prefix_length, kept_after_new_first
 from .prefix_list import PrefixList
+from .text_hash import JSON_TAG, hash_items, text_only_items
 
 Message = dict[str, Any]
 Tools = Sequence[dict[str, Any]]
@@ -65,7 +67,7 @@ class BlockCutter:
     _message_memo: dict[int, tuple[Message, bytes, int]] = field(default_factory=dict)
     _tools_memo: dict[int, tuple[Tools, bytes, bytes, int]] = field(default_factory=dict)
     # (digest, tokens) of plain text messages by their items: a copy of a
-    # message (a forked strategy's history) is not serialised again.  Shared
+    # message (a forked strategy's history) is not hashed again.  Shared
     # with forks: what it holds follows from the items alone.
     _plain_memo: dict[tuple[tuple[str, str | None], ...], tuple[bytes, int]] = field(
         default_factory=dict
@@ -164,17 +166,25 @@ class BlockCutter:
     def _plain_block(self, message: Message) -> tuple[bytes, int]:
         # Only str keys and str or None values: equal items then mean equal
         # JSON (1 == 1.0 == True would not).
-        plain = type(message) is dict and all(
-            type(k) is str and (type(v) is str or v is None) for k, v in message.items()
-        )
-        key = tuple(message.items()) if plain else None
+        key = text_only_items(message)
         found = self._plain_memo.get(key) if key is not None else None
         if found is None:
-            digest = hashlib.blake2b(serialise(message), digest_size=16).digest()
-            found = (digest, self.message_tokens(message))
+            found = (message_digest(message, key), self.message_tokens(message))
             if key is not None:
                 self._plain_memo[key] = found
         return found
+
+
+def message_digest(message: Message, items: tuple[tuple[str, str | None], ...] | None) -> bytes:
+    """A message's block hash: from its items when they are all text (see
+    ``text_hash``), else from its JSON."""
+    hasher = hashlib.blake2b(digest_size=16)
+    if items is not None:
+        hash_items(hasher, items)
+    else:
+        hasher.update(JSON_TAG)
+        hasher.update(serialise(message))
+    return hasher.digest()
 
 
 def prefix_key(hashes: Sequence[bytes], boundary: int) -> bytes:
