@@ -53,6 +53,8 @@ def surrogate_problem(text: str) -> str | None:
     ``\\ud800`` escape in JSON or YAML makes: not a character, and no UTF-8
     file can hold it), e.g. "a lone surrogate U+D800 at character 5"; None
     when it is valid Unicode."""
+    if text.isascii():  # known without a scan: Python marks ASCII strings as such
+        return None
     found = _SURROGATE.search(text)
     if found is None:
         return None

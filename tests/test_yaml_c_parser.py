@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+from yaml.reader import Reader
 
 from pytest_ctxeval.scenario import yamlsource
 from pytest_ctxeval.scenario.errors import ScenarioError
@@ -112,6 +113,17 @@ def test_a_tab_that_libyaml_would_accept_is_refused_as_before(
     with pytest.raises(ScenarioError, match=r"s\.yaml:1:3: invalid YAML"):
         parse("a:\tb\n", tmp_path)
     assert used == ["_Loader"]
+
+
+@pytest.mark.parametrize("tail", ["", " é", " \x85", " \ud7ff"], ids=["ascii", "é", "NEL", "D7FF"])
+def test_the_c_path_is_taken_exactly_for_the_characters_the_python_reader_prints(
+    tail: str,
+) -> None:
+    # The check has a quicker path for ASCII files: it must refuse the same characters.
+    for code in [*range(0x80), 0xA0, 0xFFFE, 0x1F600]:
+        text = f"a: b{chr(code)}c{tail}\n"
+        printable = code != 9 and not Reader.NON_PRINTABLE.search(text)
+        assert yamlsource._c_parser_reads_alike(text) is bool(printable), hex(code)
 
 
 def test_a_file_the_c_path_gives_up_on_is_counted_once(

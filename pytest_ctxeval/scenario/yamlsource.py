@@ -100,7 +100,16 @@ def _c_parser_reads_alike(text: str) -> bool:
     laxer with tabs ("a:<TAB>b" loads) and with some characters the Python
     reader refuses; such files take the Python path, so that what loads and
     what is refused does not depend on how PyYAML was built."""
-    return "\t" not in text and not Reader.NON_PRINTABLE.search(text)
+    if "\t" in text:
+        return False
+    if text.isascii():  # most files: their non-printables are the ASCII controls
+        return not text.encode("ascii").translate(None, _PRINTABLE_ASCII)
+    return not Reader.NON_PRINTABLE.search(text)
+
+
+# What the Python reader prints of ASCII (``Reader.NON_PRINTABLE``'s complement);
+# deleting it leaves the controls, in C and four times as fast as the regex.
+_PRINTABLE_ASCII = b"\t\n\r" + bytes(range(0x20, 0x7F))
 
 
 def _load(
