@@ -8,6 +8,9 @@ import json
 import random
 from typing import Any
 
+import pytest
+
+from pytest_ctxeval.llm import mock_client
 from pytest_ctxeval.llm.cassettes import canonical_json
 from pytest_ctxeval.llm.mock_client import MockModelClient, request_key
 from pytest_ctxeval.llm.request_blocks import message_digest, serialise
@@ -17,14 +20,18 @@ from pytest_ctxeval.llm.text_hash import text_only_items
 _PIECES = ["", "a", "b", ":", "1:", "-1:", "json\0", "\n", "é", "\ud800", "a:b"]
 
 
-def _random_message(rng: random.Random) -> dict[str, Any]:
+# A request cannot hold a lone surrogate (nor be hashed as JSON with one).
+_SENDABLE = [p for p in _PIECES if p != "\ud800"]
+
+
+def _random_message(rng: random.Random, pieces: list[str] = _PIECES) -> dict[str, Any]:
     message: dict[str, Any] = {}
     for _ in range(rng.randint(0, 3)):
-        key = "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 2)))
+        key = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 2)))
         value = (
             None
             if rng.random() < 0.2
-            else "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 3)))
+            else "".join(rng.choice(pieces) for _ in range(rng.randint(0, 3)))
         )
         message[key] = value
     return message
@@ -63,9 +70,18 @@ def _key(messages: list[dict[str, Any]], model: str = "ctxeval/oracle") -> str:
     return request_key({"model": model, "tools": [], "params": {}}, messages)
 
 
-def test_two_requests_get_one_mock_key_exactly_when_their_canonical_json_is_the_same() -> None:
+@pytest.mark.parametrize("long_text", [0, 3, 10**9], ids=["all-hashed", "mixed", "all-json"])
+def test_two_requests_get_one_mock_key_exactly_when_their_canonical_json_is_the_same(
+    long_text: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Contents longer than LONG_TEXT_CHARS are keyed by their hash, the rest as JSON.
+    monkeypatch.setattr(mock_client, "LONG_TEXT_CHARS", long_text)
     rng = random.Random(9)
-    requests = [[_random_message(rng) for _ in range(rng.randint(0, 3))] for _ in range(300)]
+    requests = [
+        [_random_message(rng, _SENDABLE) for _ in range(rng.randint(0, 3))] for _ in range(300)
+    ]
+    for request in requests[:100]:  # the key "content" is the one whose length decides
+        request.append({"content": rng.choice(_SENDABLE) * rng.randint(0, 3), "role": "user"})
     # Key order does not matter to canonical JSON: reordered copies share a key.
     requests += [[dict(reversed(m.items())) for m in r] for r in requests[:50]]
     for one, other in itertools.combinations(requests, 2):

@@ -17,15 +17,17 @@ from typing import Any
 
 from .bounds import bounded as _bounded
 from .bounds import bounded_call as _bounded_call
-from .cassettes import CallContext, build_request, canonical_json, response_problem
+from .cassettes import CallContext, build_request, request_hash, response_problem
 from .client import _CALLS_LOCK, Completion, ModelClient, ModelError
 from .providers import PROVIDER, MockModelError, _reply_for
-from .text_hash import JSON_TAG, hash_items, text_only_items
+from .text_hash import hash_items, text_only_items
 from .tokens import count_text_tokens, window_tokens
 
 MOCK_PREFIX = f"{PROVIDER}/"
 # What the custom provider adds to a reply's completion tokens when it calls a tool.
 TOOL_CALL_TOKENS = 8
+# A message content longer than this is keyed by its hash (see request_key).
+LONG_TEXT_CHARS = 256
 
 
 def is_mock_model(model: str) -> bool:
@@ -98,22 +100,29 @@ class MockModelClient(ModelClient):
 
 def request_key(request: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     """A key that tells two requests apart exactly when their canonical JSON
-    does (keys sorted), found without writing the messages as JSON: a window
-    of a long session is megabytes of it, and the key is all the mocks need
-    (they record no cassettes).  ``request`` is the request without its
-    messages."""
+    does (keys sorted), which is all the mocks need (they record no
+    cassettes).  ``request`` is the request without its messages.
+
+    A long session's window is megabytes of JSON, most of it a few long
+    texts: a text-only message with a long content is put in as the hash
+    of its items (a JSON string, where any other message is an object), so
+    only short messages are written out, in one go."""
+    shown = [_hashed(m) if _long_text(m) else m for m in messages]
+    return request_hash({**request, "messages": shown})
+
+
+def _long_text(message: Any) -> bool:
+    # Decided by the content alone: messages with equal JSON are shown alike.
+    content = message.get("content") if isinstance(message, dict) else None
+    return type(content) is str and len(content) > LONG_TEXT_CHARS
+
+
+def _hashed(message: dict[str, Any]) -> Any:
+    items = text_only_items(message)
+    if items is None:
+        return message
     hasher = hashlib.blake2b(digest_size=32)
-    head = canonical_json(request).encode("utf-8", "surrogatepass")
-    hasher.update(b"%d:%d:" % (len(head), len(messages)))
-    hasher.update(head)
-    for message in messages:
-        items = text_only_items(message)
-        if items is not None:
-            hash_items(hasher, sorted(items))
-        else:
-            text = canonical_json(message).encode("utf-8", "surrogatepass")
-            hasher.update(b"%s%d:" % (JSON_TAG, len(text)))
-            hasher.update(text)
+    hash_items(hasher, sorted(items))
     return hasher.hexdigest()
 
 
