@@ -3,6 +3,8 @@ within a bound, and what a text yields never depends on what was kept."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from pytest_ctxeval.llm import text
@@ -52,6 +54,16 @@ def test_sentences_of_a_text_are_kept_and_the_same_each_time():
     assert text.sentences(long_text) is first  # worked out once
     assert first[:3] == ("First point here.", "Second point there!", "A new line?")
     assert all(len(piece) <= 400 for piece in first)
+
+
+def test_every_sentence_comes_stripped_and_non_empty():
+    # The decoy pool takes them as they are: " x" and "x" would be two decoys.
+    rng = random.Random(3)
+    pieces = ["word", ". ", "? ", "\n", " \t ", ", ", "; ", "} ", "\u00a0", "\u2028", "X", "7"]
+    for _ in range(300):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 400)))
+        for sentence in text.sentences(sample):
+            assert sentence and sentence == sentence.strip(), (sample, sentence)
 
 
 @pytest.mark.parametrize(

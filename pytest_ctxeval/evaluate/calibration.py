@@ -31,6 +31,7 @@ import random
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from ..llm.request_text import message_texts
@@ -285,15 +286,16 @@ def _knows(text: str, evidence: list[str], expectations: list[Expectation]) -> b
 def _session_sentences(conversation: Conversation) -> list[str]:
     cached: list[str] | None = conversation.__dict__.get("_ctxeval_decoy_sentences")
     if cached is None:
-        seen: dict[str, None] = {}
-        for message in conversation.messages:
-            if message.get("role") == "system":
-                continue
-            for text in message_texts(message):
-                for sentence in sentences(text):
-                    if _TWO_WORDS.search(sentence):
-                        seen.setdefault(sentence.strip(), None)
-        cached = conversation.__dict__["_ctxeval_decoy_sentences"] = list(seen)
+        texts = (
+            text
+            for message in conversation.messages
+            if message.get("role") != "system"
+            for text in message_texts(message)
+        )
+        # Sentences come stripped; the distinct ones in order, filtered and
+        # gathered in C (a long session has tens of thousands).
+        found = chain.from_iterable(filter(_TWO_WORDS.search, sentences(t)) for t in texts)
+        cached = conversation.__dict__["_ctxeval_decoy_sentences"] = list(dict.fromkeys(found))
     return cached
 
 
