@@ -200,3 +200,43 @@ def test_session_sentences_are_drawn_in_the_seeded_sample_order(count: int) -> N
     assert list(seeded_order(everything, count)) == random.Random("diary\0p").sample(
         range(count), count
     )
+
+
+@pytest.mark.parametrize("days", [5, 60], ids=["all-kept", "sampled"])
+def test_date_lines_repeated_in_tool_outputs_are_the_headers_found_line_by_line(days: int) -> None:
+    # Each distinct short line is looked at once; the headers (and the seeded
+    # sample of them past MAX_HEADERS) are the ones found occurrence by occurrence.
+    import json
+    import random
+
+    from pytest_ctxeval.evaluate.calibration import HEADER_CHARS, _is_timestamp, session_headers
+    from pytest_ctxeval.llm.request_text import message_texts
+
+    rng = random.Random(4)
+    turns = []
+    for turn in range(40):
+        rows = [f"{rng.randrange(1, days + 1)} June 2023" for _ in range(6)]
+        rows += [
+            '"status": "ok",',
+            "{",
+            f"  {turn % 3}:{turn % 7:02d} pm  ",
+            "deploy cluster queue",
+        ]
+        rng.shuffle(rows)
+        turns += [{"user": f"Turn {turn}."}, {"assistant": "\n".join(rows)}]
+    yaml_text = json.dumps({"id": "logs", "turns": turns, "probes": [{"id": "p", "user": "When?"}]})
+    (built,) = parse_conversations(yaml_text, "logs.yaml")
+
+    by_occurrence = [
+        line.strip()
+        for message in built.messages
+        for text in message_texts(message)
+        for line in text.splitlines()
+        if line.strip() and len(line.strip()) <= HEADER_CHARS and _is_timestamp(line.strip())
+    ]
+    distinct = list(dict.fromkeys(by_occurrence))
+    assert len(by_occurrence) > len(distinct) >= min(days, 32)  # repeats, and many of them
+    if len(distinct) > 32:
+        picked = sorted(random.Random("logs\0headers").sample(range(len(distinct)), 32))
+        distinct = [distinct[i] for i in picked]
+    assert session_headers(built) == [(line, False) for line in distinct]

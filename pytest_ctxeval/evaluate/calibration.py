@@ -187,12 +187,15 @@ def _headers(conversation: Conversation) -> list[tuple[str, bool]]:
         first = texts[0].strip().splitlines()[0].strip() if texts and texts[0].strip() else ""
         if first and len(first) <= HEADER_CHARS and _HAS_DATE.search(first):
             lines.append((first, True))
-    for message in conversation.messages:
-        for text in message_texts(message):
-            for line in text.splitlines():
-                line = line.strip()
-                if line and len(line) <= HEADER_CHARS and _is_timestamp(line):
-                    lines.append((line, False))
+    short = (
+        line
+        for message in conversation.messages
+        for text in message_texts(message)
+        for line in map(str.strip, text.splitlines())
+        if line and len(line) <= HEADER_CHARS
+    )
+    # Each distinct line once, in order: tool outputs repeat theirs ("{", "status": "ok").
+    lines += [(line, False) for line in dict.fromkeys(short) if _is_timestamp(line)]
     opening = {text for text, first in lines if first}
     distinct = [(t, t in opening) for t in dict.fromkeys(text for text, _ in lines)]
     if len(distinct) <= MAX_HEADERS:
