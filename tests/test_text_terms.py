@@ -66,6 +66,22 @@ def test_every_sentence_comes_stripped_and_non_empty():
             assert sentence and sentence == sentence.strip(), (sample, sentence)
 
 
+def test_lines_without_a_sentence_end_are_split_as_lines_with_one_are():
+    # Lines with no ".", "!" or "?" skip the sentence-end regex: the same pieces.
+    def by_regex(sample: str) -> list[str]:
+        pieces = []
+        for line in sample.splitlines():
+            for piece in text._SENTENCE_END.split(line.strip()):
+                pieces.append(piece.strip())
+        return [p for p in pieces if p]
+
+    rng = random.Random(8)
+    pieces = ["word", ". ", "! ", "? ", "\n", " ", ", ", '"x": 1', "Next", "7"]
+    for _ in range(300):
+        sample = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 60)))
+        assert list(text.sentences(sample)) == by_regex(sample), sample
+
+
 @pytest.mark.parametrize(
     "sentence", ["ok", "sure, thanks", "the and of", "Deploy the canary.", "B", "x 7", ""]
 )

@@ -90,7 +90,9 @@ def sentences(text: str) -> tuple[str, ...]:
         line = line.strip()
         if not line:
             continue
-        for sentence in _SENTENCE_END.split(line):
+        # A line with no sentence end (most lines of JSON or a table) is one piece.
+        ends = "." in line or "!" in line or "?" in line
+        for sentence in _SENTENCE_END.split(line) if ends else (line,):
             sentence = sentence.strip()
             while len(sentence) > _MAX_SENTENCE:
                 cut = max(sentence.rfind(sep, 0, _MAX_SENTENCE) for sep in (", ", "; ", "} "))
