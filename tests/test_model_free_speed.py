@@ -13,12 +13,12 @@ from conftest import fed, twin_windows
 
 from pytest_ctxeval import redact
 from pytest_ctxeval.evaluate import simulate as simulate_module
-from pytest_ctxeval.evaluate.simulate import copy_message, simulate
+from pytest_ctxeval.evaluate.simulate import simulate
 from pytest_ctxeval.llm import request_blocks
 from pytest_ctxeval.llm.prompt_cache import OPENAI, PromptCache
 from pytest_ctxeval.messages import identical_prefix_length
 from pytest_ctxeval.strategies import unchanged_prefix
-from pytest_ctxeval.strategies.base import BaseStrategy, Window, fork_strategy
+from pytest_ctxeval.strategies.base import BaseStrategy, Window, copy_message, fork_strategy
 from pytest_ctxeval.strategies.full import FullStrategy
 from pytest_ctxeval.strategies.headtail import HeadTailStrategy
 from pytest_ctxeval.strategies.observation_mask import ObservationMaskStrategy

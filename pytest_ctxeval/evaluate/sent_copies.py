@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..messages import identical_prefix_length
-from ..strategies.base import Message, Window, is_plain_message
+from ..strategies.base import Message, Window, copy_message
 
 
 @dataclass
@@ -53,7 +53,7 @@ class SentCopies:
         for message in messages[same:]:
             known = copies.get(id(message))
             if known is None or known[0] is not message or known[1] != message:
-                known = (message, _copy(message))
+                known = (message, copy_message(message))
                 copies[id(message)] = known
             out.append(known[1])
         self._live, self._sent = list(messages), out
@@ -64,7 +64,3 @@ class SentCopies:
         if self._tools is None or self._tools != tools:
             self._tools = copy.deepcopy(tools) if tools else []
         return self._tools
-
-
-def _copy(message: Message) -> Message:
-    return dict(message) if is_plain_message(message) else copy.deepcopy(message)

@@ -3,7 +3,6 @@ at every model call (every assistant message of the session is one call)."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import re
@@ -21,8 +20,8 @@ from ..strategies.base import (
     Message,
     StrategyContext,
     Window,
+    copy_message,
     fork_strategy,
-    is_plain_message,
 )
 from ..strategies.unchanged_prefix import (
     keeps_sent_messages,
@@ -266,12 +265,6 @@ def kept_list(messages: list[Message], lent: bool) -> list[Message]:
     """``messages`` to keep past the strategy's next window: a lent list is
     the strategy's own, which that window changes in place."""
     return list(messages) if lent else messages
-
-
-def copy_message(message: Message) -> Message:
-    """A deep copy of ``message``: plain text messages (the bulk of any
-    session) without ``copy.deepcopy``'s per-value bookkeeping."""
-    return dict(message) if is_plain_message(message) else copy.deepcopy(message)
 
 
 def session_ledger(

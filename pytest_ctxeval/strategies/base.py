@@ -26,6 +26,7 @@ __all__ = [
     "Window",
     "approximate_tokens",
     "content_text",
+    "copy_message",
     "current_exchange_start",
     "fork_strategy",
     "is_plain_message",
@@ -165,6 +166,12 @@ def is_plain_message(message: Any) -> bool:
     """Whether ``message`` is a dict of immutable values only (plain text
     messages, the bulk of any session): its deep copy is a ``dict`` copy."""
     return type(message) is dict and all(type(v) in _IMMUTABLE for v in message.values())
+
+
+def copy_message(message: Message) -> Message:
+    """A deep copy of ``message``: plain text messages (the bulk of any
+    session) without ``copy.deepcopy``'s per-value bookkeeping."""
+    return dict(message) if is_plain_message(message) else copy.deepcopy(message)
 
 
 def _plain_copies(messages: Iterable[Any]) -> dict[int, Any]:

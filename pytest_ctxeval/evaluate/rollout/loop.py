@@ -16,10 +16,10 @@ from typing import Any
 from ...llm.cassettes import CallContext, call_context
 from ...llm.client import ModelClient, ModelError
 from ...llm.tokens import count_text_tokens, window_tokens
-from ...strategies.base import ContextStrategy, Message, Window
+from ...strategies.base import ContextStrategy, Message, Window, copy_message
 from ..ledger import FactLedger
 from ..probe import MAX_TOOL_CALLS_PER_PROBE, unusable_answer
-from ..simulate import SessionTrace, StrategyCallCounter, copy_message
+from ..simulate import SessionTrace, StrategyCallCounter
 from ..tool_round import not_offered, read_tool_call, tool_reply
 from .script import RolloutScript
 from .stubs import Recorded, ToolStubs
