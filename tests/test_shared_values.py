@@ -4,6 +4,9 @@ per record: read back from JSON, every record held its own copy."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pytest_ctxeval.history.partial import PreviousResults
 from pytest_ctxeval.results.record import ResultRecord
 from pytest_ctxeval.results.shared_values import SharedValues
 
@@ -31,3 +34,30 @@ def test_equal_values_of_one_session_are_kept_once_and_other_values_stay_their_o
     assert second.fact_survival == {"f": "gone"}
     assert other.session_prompt_tokens is not first.session_prompt_tokens  # another session
     assert other.session_prompt_tokens == [10, 20, 30]
+
+
+def test_the_earlier_records_a_partial_rerun_keeps_share_their_session_s_values(
+    tmp_path: Path,
+) -> None:
+    """Read back from the earlier results file, the records a rerun keeps hold
+    one copy of what their session repeats, as a run's own records do."""
+    (tmp_path / "s.yaml").write_text(
+        "id: s\nturns:\n  - user: hi\nprobes:\n"
+        + "".join(f"  - {{id: {p}, user: q, expect: {{contains: x}}}}\n" for p in "abcd")
+    )
+    ledger = {"f": [["gone", 1], ["verbatim", 2]]}
+    earlier = [
+        record(p, scenario_file="s.yaml", fact_ledger=ledger, session_prompt_tokens=[5, 9])
+        for p in "abcd"
+    ]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(r.model_dump_json() + "\n" for r in earlier))
+    previous = PreviousResults()
+    previous.read(results)
+    rerun = record("a", scenario_file="s.yaml", fact_ledger=ledger)
+    merged = previous.merged([rerun], model="m", repeat=1, root=tmp_path)
+    assert [r.probe for r in merged] == ["a", "b", "c", "d"] and merged[0] is rerun
+    kept = merged[1:]
+    assert all(r.fact_ledger == ledger for r in kept)
+    assert kept[1].fact_ledger is kept[0].fact_ledger is kept[2].fact_ledger
+    assert kept[2].session_prompt_tokens is kept[0].session_prompt_tokens
