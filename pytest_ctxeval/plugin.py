@@ -223,6 +223,16 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter: Any) -> Generator[None, Any, Any]:
+    """Around pytest's own sections: its teardown look-ups see only the
+    reports that have teardown output (see failure_sections)."""
+    from .failure_sections import phase_reports_with_output
+
+    with phase_reports_with_output(terminalreporter.stats):
+        return (yield)
+
+
 def _load_report_modules() -> None:
     try:
         import pytest_ctxeval.report.html  # noqa: F401
