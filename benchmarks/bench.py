@@ -6,6 +6,7 @@
     python benchmarks/bench.py --only workload,startup   # some sections only
     python benchmarks/bench.py --only report-open  # a LoCoMo-size run's report: size, write, open
     python benchmarks/bench.py --only xdist-locomo # -n 2 on a LoCoMo-size run (about 6 minutes)
+    python benchmarks/bench.py --only locomo-everyday  # the same as a user runs it, then a rerun
 
 Each section prints the command that reproduces its figure.  The workloads
 (benchmarks/workload.py) are written to a temporary folder, never committed.
@@ -565,6 +566,50 @@ def xdist_locomo() -> None:
     )
 
 
+def locomo_everyday() -> None:
+    """A LoCoMo-size run as a user runs it: the default gate, so thousands of
+    failing probes that pytest prints, then one conversation rerun, which
+    keeps the other nine conversations' records (a few minutes)."""
+    print("\nLoCoMo-size import as a user runs it (pytest's output and history on):")
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        workload.import_locomo(project, project / "scenarios")
+        (project / "pytest.ini").write_text("[pytest]\n")
+        strategies = f"--ctx-strategy={LOCOMO_STRATEGIES}"
+        full = timed_run(project, "-n", "2", strategies)
+        print(f"  -n 2, every conversation, failures printed: {full[0]:5.1f} s, {full[1]}")
+        for _ in range(2):
+            rerun = timed_run(project, "scenarios/conv-0.yaml", strategies)
+            print(f"  then conv-0 alone, the rest kept: {rerun[0]:5.1f} s, {rerun[1]}")
+    print(
+        "  reproduce: (as for xdist-locomo) time pytest -n 2 "
+        f"{strategies}; time pytest scenarios/conv-0.yaml {strategies}"
+    )
+
+
+def timed_run(project: Path, *args: str) -> tuple[float, str]:
+    """Wall time of a plain ``pytest`` run in ``project`` (its default
+    results, report and history), and its largest process's peak memory and
+    outcome line."""
+    measure = (
+        "import resource, subprocess, sys; "
+        "out = subprocess.run(sys.argv[1:], capture_output=True, text=True).stdout; "
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024; "
+        "print(f'peak {peak:.0f} MB;', out.strip().splitlines()[-1].strip('= '))"
+    )
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", measure, *command],
+        cwd=project,
+        capture_output=True,
+        env=ENV,
+        text=True,
+        check=False,
+    )
+    return time.perf_counter() - start, done.stdout.strip()
+
+
 def xdist_workloads() -> None:
     """-n 2 against one process, on the bundled suite and the 200-pair workloads."""
     print(f"\n-n 2 scaling (best of {XDIST_ROUNDS} interleaved rounds):")
@@ -790,6 +835,7 @@ ONLY = {
     **SECTIONS,
     "xdist": xdist_workloads,
     "xdist-locomo": xdist_locomo,
+    "locomo-everyday": locomo_everyday,
     "locomo": locomo_sized,
     "report-open": report_open.figures,
     "scaling-long": lambda: strategy_scaling(SCALING_LONG),
