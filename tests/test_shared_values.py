@@ -4,11 +4,15 @@ per record: read back from JSON, every record held its own copy."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
+
+import pytest
 
 from pytest_ctxeval.history.partial import PreviousResults
 from pytest_ctxeval.results.record import ResultRecord
 from pytest_ctxeval.results.shared_values import SharedValues
+from pytest_ctxeval.results.store import load_results
 
 
 def record(probe: str, strategy: str = "full", **fields: object) -> ResultRecord:
@@ -61,3 +65,28 @@ def test_the_earlier_records_a_partial_rerun_keeps_share_their_session_s_values(
     assert all(r.fact_ledger == ledger for r in kept)
     assert kept[1].fact_ledger is kept[0].fact_ledger is kept[2].fact_ledger
     assert kept[2].session_prompt_tokens is kept[0].session_prompt_tokens
+
+
+def test_a_results_file_read_back_shares_its_session_s_values_and_leaves_the_collector_as_it_was(
+    tmp_path: Path,
+) -> None:
+    ledger = {"f": [["gone", 1], ["verbatim", 2]]}
+    written = [record(p, fact_ledger=ledger, session_prompt_tokens=[5, 9]) for p in "abc"]
+    written.append(record("a", strategy="sliding", fact_ledger=ledger))
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(r.model_dump_json() + "\n" for r in written))
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            read = load_results(results)
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+        assert [r.model_dump() for r in read] == [r.model_dump() for r in written]
+        assert read[0].fact_ledger is read[1].fact_ledger is read[2].fact_ledger
+        assert read[2].session_prompt_tokens is read[0].session_prompt_tokens
+        assert read[3].fact_ledger is not read[0].fact_ledger  # another session
+    results.write_text(written[0].model_dump_json() + "\nnot json\n")
+    with pytest.raises(ValueError, match=r"results\.jsonl:2: not a result record"):
+        load_results(results)
+    assert gc.isenabled()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .frame import hit_ratios, records_frame, session_frame, session_tokens
-from .reading import iter_results
+from .reading import read_results
 from .record import CLASSIFICATIONS, ResultRecord
 
 _CATEGORIES = {
@@ -43,7 +43,7 @@ def results_frame(source: str | Path | Iterable[ResultRecord]) -> pd.DataFrame:
     categorical of the strategies present (sorted), other labels strings,
     counts int64, costs float64, flags bool, and optional rates, depths and
     budgets nullable (Float64, Int64)."""
-    records = list(iter_results(Path(source))) if isinstance(source, (str, Path)) else list(source)
+    records = read_results(Path(source)) if isinstance(source, (str, Path)) else list(source)
     return typed_frame(records_frame(records))
 
 

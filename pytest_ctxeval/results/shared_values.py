@@ -3,9 +3,11 @@ per-request series, its fact ledger, and (for probes that see the same
 window) the state of every fact.  Read back from JSON (an xdist worker's
 record, a results file), each record holds a copy of its own: on a
 LoCoMo-size run some 250 KB of objects per record, 4.6 GB in all on the
-controller.  A run keeps each of those values once per session: a record
-whose value equals the one the session's previous record kept gets that
-object instead.  Records are read, never changed in place, once kept."""
+controller.  A run keeps each of those values once per session, and so
+does reading a results file back (a rerun keeping earlier records,
+``ctxeval report``, ``load_results``): a record whose value equals the one
+the session's previous record kept gets that object instead.  Records are
+read, never changed in place, once kept."""
 
 from __future__ import annotations
 

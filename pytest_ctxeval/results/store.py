@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 from ..redact import scrub_json
 from ..safe_files import open_no_follow, utf8, write_all
-from .reading import iter_results
+from .reading import read_results
 from .record import ResultRecord, record_data
 from .record_text import record_dumps
 
@@ -86,7 +86,7 @@ def load_results(path: str | Path, *, as_frame: bool = False) -> list[ResultReco
         from .analysis import results_frame
 
         return results_frame(path)
-    return list(iter_results(Path(path)))
+    return read_results(Path(path))
 
 
 def write_results(path: Path, records: Iterable[ResultRecord]) -> None:
