@@ -581,9 +581,18 @@ def locomo_everyday() -> None:
         for _ in range(2):
             rerun = timed_run(project, "scenarios/conv-0.yaml", strategies)
             print(f"  then conv-0 alone, the rest kept: {rerun[0]:5.1f} s, {rerun[1]}")
+        cli = [sys.executable, "-c", "from pytest_ctxeval.cli import main; main()"]
+        for name, *args in (
+            ("report", "reports/results.jsonl", "-o", "again.html"),
+            ("compare", "previous", "latest", "-o", "compare.html"),
+            ("merge", "reports/results.jsonl", "-o", "merged.jsonl"),
+        ):
+            seconds, tail = timed_command(project, *cli, name, *args)
+            print(f"  ctxeval {name} {' '.join(args[:-2])}: {seconds:5.1f} s, {tail}")
     print(
         "  reproduce: (as for xdist-locomo) time pytest -n 2 "
-        f"{strategies}; time pytest scenarios/conv-0.yaml {strategies}"
+        f"{strategies}; time pytest scenarios/conv-0.yaml {strategies}; "
+        "time ctxeval report|compare|merge ..."
     )
 
 
@@ -591,13 +600,18 @@ def timed_run(project: Path, *args: str) -> tuple[float, str]:
     """Wall time of a plain ``pytest`` run in ``project`` (its default
     results, report and history), and its largest process's peak memory and
     outcome line."""
+    return timed_command(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args)
+
+
+def timed_command(project: Path, *command: str) -> tuple[float, str]:
+    """Wall time of ``command`` in ``project``; its largest process's peak
+    memory and its last line of output."""
     measure = (
         "import resource, subprocess, sys; "
         "out = subprocess.run(sys.argv[1:], capture_output=True, text=True).stdout; "
         "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024; "
         "print(f'peak {peak:.0f} MB;', out.strip().splitlines()[-1].strip('= '))"
     )
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", measure, *command],
