@@ -64,6 +64,48 @@ def test_update_writes_a_sorted_readable_baseline(ctx: CtxProject) -> None:
     assert sum(line.startswith('    {"classification"') for line in text.splitlines()) == 6
 
 
+# Two needles, a constraint and a probe that cites evidence: each probe's
+# baseline entry keeps the states of its own facts only.
+FACTS = """
+    id: facts
+    turns:
+      - user: "Remember: never use the requests library."
+      - assistant: Noted.
+      - generate: {kind: chitchat, turns: 4, seed: 1}
+    constraints:
+      - {id: no-requests, at_turn: 1, text: "Never use the requests library; always use urllib3."}
+    needles:
+      - id: door
+        depth: 0.3
+        text: "The door code is 7731."
+        question: "What is the door code?"
+        answer: "7731"
+      - {id: bus, depth: 0.6, text: "The bus leaves at 8:15.", answer: "8:15"}
+    probes:
+      - {id: door-code, needle: door}
+      - {id: http, user: Write a function that downloads a URL., constraint: no-requests}
+      - {id: trip, user: "When do I leave, and how do I get in?", evidence: [bus, door]}
+      - {id: chat, user: "How are you?"}
+"""
+
+
+def test_each_baseline_entry_keeps_the_survival_of_its_own_facts(ctx: CtxProject) -> None:
+    ctx.scenario("facts", FACTS)
+    result = ctx.run("--ctx-strategy=full", "--ctx-update-baseline")
+    assert result.ret == 0, output(result)
+    entries = json.loads((ctx.path / BASELINE).read_text())["entries"]
+    facts = {e["probe"]: e["fact_survival"] for e in entries}
+    assert facts == {
+        "door-code": {"door": "verbatim"},
+        "http": {"no-requests": "verbatim"},
+        "trip": {"bus": "verbatim", "door": "verbatim"},
+        "chat": {},
+    }
+    records = {r["probe"]: r for r in ctx.results()}
+    assert records["chat"]["fact_survival"].keys() == {"door", "bus", "no-requests"}
+    assert records["door-code"]["needle"] == "door" and records["chat"]["needle"] is None
+
+
 def test_known_losses_do_not_fail_and_say_why(ctx: CtxProject, xdist_args: tuple[str, ...]) -> None:
     ctx.scenario("recall", RECALL)
     write_baseline(ctx)

@@ -105,6 +105,7 @@ def new_record(
         turns=sum(1 for m in given if m["role"] != "system"),
         probe_turn=probe_turn(conversation, probe),
         constraint=probe.constraint,
+        needle=probe.needle,
         evidence=list(probe.evidence),
         strategy_params=plain(spec.params),
         tags=list(conversation.scenario.tags),

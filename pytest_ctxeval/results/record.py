@@ -100,6 +100,8 @@ class ResultRecord(BaseModel):
     probe_turn: int | None = None
     # The constraint the probe checks, if any (the constraint-violation rate counts these).
     constraint: str | None = None
+    # The needle the probe asks about, if any.
+    needle: str | None = None
     # Fraction of the asks that met the expectation (or agreed with the
     # full-context answer), with its 95 % Wilson interval; None when unscored.
     pass_rate: float | None = None
