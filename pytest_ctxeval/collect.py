@@ -14,7 +14,6 @@ from .failure_text import format_failure, one_line_failure, rates
 from .kept_objects import fewer_young_passes
 from .live.options import wants_blocks
 from .report.terminal_text import printable
-from .results.record_text import TextsByIdentity
 from .session import SESSION_KEY
 
 if TYPE_CHECKING:
@@ -344,19 +343,13 @@ def tag_marker(tag: str) -> tuple[str, str] | None:
     return name, f"scenario tag {tag!r}"
 
 
-def _survival_text(survival: dict[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(survival.items()))
-
-
-# A session's records share one fact-survival object while their windows
-# keep the same facts: its text is written once (hundreds of facts on a
-# LoCoMo-size scenario).
-_survival_texts = TextsByIdentity(_survival_text, kept=64)
-
-
 def junit_properties(record: ResultRecord) -> list[tuple[str, object]]:
-    """What --junitxml writes as the test case's properties."""
-    survival = _survival_texts.text(record.fact_survival)
+    """What --junitxml writes as the test case's properties; fact survival
+    of the facts the probe is about."""
+    from .results.record import own_fact_survival
+
+    own = own_fact_survival(record)
+    survival = ",".join(f"{fact}={state}" for fact, state in sorted(own.items()))
     return [
         ("ctxeval.classification", record.classification),
         ("ctxeval.verdict", record.verdict),

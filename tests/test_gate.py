@@ -89,9 +89,12 @@ FACTS = """
 """
 
 
-def test_each_baseline_entry_keeps_the_survival_of_its_own_facts(ctx: CtxProject) -> None:
+def test_each_baseline_entry_and_junit_case_keeps_the_survival_of_its_own_facts(
+    ctx: CtxProject, tmp_path: Path
+) -> None:
     ctx.scenario("facts", FACTS)
-    result = ctx.run("--ctx-strategy=full", "--ctx-update-baseline")
+    junit = tmp_path / "junit.xml"
+    result = ctx.run("--ctx-strategy=full", "--ctx-update-baseline", f"--junitxml={junit}")
     assert result.ret == 0, output(result)
     entries = json.loads((ctx.path / BASELINE).read_text())["entries"]
     facts = {e["probe"]: e["fact_survival"] for e in entries}
@@ -104,6 +107,11 @@ def test_each_baseline_entry_keeps_the_survival_of_its_own_facts(ctx: CtxProject
     records = {r["probe"]: r for r in ctx.results()}
     assert records["chat"]["fact_survival"].keys() == {"door", "bus", "no-requests"}
     assert records["door-code"]["needle"] == "door" and records["chat"]["needle"] is None
+    xml = junit.read_text()
+    for probe, value in (("trip", "bus=verbatim,door=verbatim"), ("chat", "")):
+        case = xml[xml.index(f'name="{probe}[full]"') :]
+        case = case[: case.index("</testcase>")]
+        assert f'<property name="ctxeval.fact_survival" value="{value}"' in case
 
 
 def test_known_losses_do_not_fail_and_say_why(ctx: CtxProject, xdist_args: tuple[str, ...]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..results.record import ResultRecord
+from ..results.record import ResultRecord, own_fact_survival
 from ..safe_files import replace_text
 
 BASELINE_VERSION = 1
@@ -47,9 +47,9 @@ class BaselineEntry(BaseModel):
     pass_rate: float | None = None
     pass_rate_interval: tuple[float, float] | None = None
     ground_truth_pass_rate: float | None = None
-    # The states of the facts the probe is about (its needle, its constraint,
-    # the evidence it cites), not of every fact of its session: a LoCoMo-size
-    # baseline with every fact in every entry was 95 MB.
+    # The states of the facts the probe is about, not of every fact of its
+    # session (see own_fact_survival): a LoCoMo-size baseline with every fact
+    # in every entry was 95 MB.
     fact_survival: dict[str, str] = Field(default_factory=dict)
     prompt_tokens: int = 0
     cumulative_input_tokens: int = 0
@@ -64,10 +64,7 @@ class BaselineEntry(BaseModel):
     @classmethod
     def from_record(cls, record: ResultRecord) -> BaselineEntry:
         fields = record.model_dump(include=set(cls.model_fields) - {"fact_survival"})
-        about = (record.needle, record.constraint, *record.evidence)
-        states = record.fact_survival
-        fields["fact_survival"] = {f: states[f] for f in about if f is not None and f in states}
-        return cls.model_validate(fields)
+        return cls.model_validate({**fields, "fact_survival": own_fact_survival(record)})
 
 
 class Baseline(BaseModel):

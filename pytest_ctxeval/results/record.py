@@ -195,6 +195,16 @@ class ResultRecord(BaseModel):
     retrievals: list[dict[str, Any]] = Field(default_factory=list)
 
 
+def own_fact_survival(record: ResultRecord) -> dict[str, str]:
+    """The states of the facts the probe is about: its needle, its
+    constraint and the evidence it cites (``fact_survival`` has every fact of
+    the session: hundreds on a LoCoMo-size scenario).  What the baseline and
+    the --junitxml properties keep of it."""
+    states = record.fact_survival
+    about = (record.needle, record.constraint, *record.evidence)
+    return {fact: states[fact] for fact in about if fact is not None and fact in states}
+
+
 def sealed(record: ResultRecord) -> ResultRecord:
     """``record`` as it may be stored and shown: every string scrubbed of
     secrets (see ``redact``) and the answer texts and errors capped."""
