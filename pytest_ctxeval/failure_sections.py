@@ -12,9 +12,20 @@ put back at once after."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
+
+
+class FailureSections:
+    """Registered where the terminal summary is written."""
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, Any, Any]:
+        with phase_reports_with_output(terminalreporter.stats):
+            return (yield)
 
 
 def prints_nothing(report: Any) -> bool:

@@ -27,6 +27,7 @@ from .collect import (
     register_tag,
 )
 from .duplicate_ids import DuplicateScenarioIds
+from .failure_sections import FailureSections
 from .history.options import HistoryOptions, add_history_options
 from .kept_objects import keep_to_the_end, skip_the_last_collection
 from .live.hooks import register_live_feedback
@@ -50,10 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # What pytest_collection_finish froze goes back to the collector when
-    # pytest is done, after its own final collections: those run in pytest's
-    # unconfigure and in a cleanup registered at configure, which runs
-    # before this earlier one.  An in-process run (pytester) leaves nothing
-    # frozen behind.
+    # pytest is done, after its own final collections (in unconfigure and in
+    # cleanups registered later, which run first): pytester leaves none frozen.
     early_config.add_cleanup(lambda: _unfreeze(early_config))
 
 
@@ -93,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         history = HistoryOptions.from_config(config)
         ctx.history = RunHistory(history, options, root=config.rootpath)
         config.pluginmanager.register(ControllerHooks(config, ctx), "ctxeval-controller")
+        config.pluginmanager.register(FailureSections(), "ctxeval-failure-sections")
     elif WORKER_INPUT_KEY in config.workerinput:
         folder = Path(config.workerinput[WORKER_INPUT_KEY])
         if folder.is_dir():  # not on another machine (xdist's --tx ssh=...)
@@ -221,16 +221,6 @@ def pytest_runtest_makereport(
         else:  # the controller is this process: it takes the record as it is
             item.config.stash[SESSION_KEY].local_records[item.nodeid] = record
     return report
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_terminal_summary(terminalreporter: Any) -> Generator[None, Any, Any]:
-    """Around pytest's own sections: its teardown look-ups see only the
-    reports that have teardown output (see failure_sections)."""
-    from .failure_sections import phase_reports_with_output
-
-    with phase_reports_with_output(terminalreporter.stats):
-        return (yield)
 
 
 def _load_report_modules() -> None:

@@ -79,15 +79,15 @@ def test_with_no_secret_known_sealing_does_not_write_the_record_to_look_for_one(
     assert not redact.needs_scrub({"answer": "anything"}, encode=never)
 
 
-def test_the_junit_fact_survival_property_follows_each_records_own_value() -> None:
-    # Kept per shared object: a record that shares it gets its text, a
-    # record with another value never does.
+def test_the_junit_fact_survival_property_names_the_facts_the_probe_is_about() -> None:
     from pytest_ctxeval.collect import junit_properties
 
-    survival = {"a": "verbatim", "b": "gone"}
-    first = ResultRecord(**FIELDS, classification="ok", fact_survival=survival)
-    second = ResultRecord(**FIELDS, classification="ok")
-    second.fact_survival = first.fact_survival  # as a run shares equal values
-    third = ResultRecord(**FIELDS, classification="ok", fact_survival={"a": "verbatim"})
-    texts = [dict(junit_properties(r))["ctxeval.fact_survival"] for r in (first, second, third)]
-    assert texts == ["a=verbatim,b=gone", "a=verbatim,b=gone", "a=verbatim"]
+    survival = {"a": "verbatim", "b": "gone", "c": "in_store", "d": "transformed"}
+    cases = [
+        ({"needle": "a"}, "a=verbatim"),
+        ({"constraint": "c", "evidence": ["d", "b", "missing"]}, "b=gone,c=in_store,d=transformed"),
+        ({}, ""),
+    ]
+    for about, expected in cases:
+        record = ResultRecord(**FIELDS, classification="ok", fact_survival=survival, **about)
+        assert dict(junit_properties(record))["ctxeval.fact_survival"] == expected
