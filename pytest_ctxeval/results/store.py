@@ -80,8 +80,10 @@ def load_results(path: str | Path, *, as_frame: Literal[True]) -> pd.DataFrame: 
 
 def load_results(path: str | Path, *, as_frame: bool = False) -> list[ResultRecord] | pd.DataFrame:
     """Read a results file; a line that is not a record raises ValueError
-    naming the file and line.  ``as_frame=True``: a pandas frame with typed
-    columns instead (see ``results.analysis.results_frame``)."""
+    naming the file and line.  The records of one session share equal
+    per-session values (its fact ledger, its series) as one object: copy one
+    before changing it in place.  ``as_frame=True``: a pandas frame with
+    typed columns instead (see ``results.analysis.results_frame``)."""
     if as_frame:
         from .analysis import results_frame
 
