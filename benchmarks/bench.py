@@ -598,9 +598,9 @@ def locomo_everyday() -> None:
 
 def timed_run(project: Path, *args: str) -> tuple[float, str]:
     """Wall time of a plain ``pytest`` run in ``project`` (its default
-    results, report and history), and its largest process's peak memory and
-    outcome line."""
-    return timed_command(project, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args)
+    results, report, history and pytest's cache), and its largest process's
+    peak memory and outcome line."""
+    return timed_command(project, sys.executable, "-m", "pytest", *args)
 
 
 def timed_command(project: Path, *command: str) -> tuple[float, str]:
