@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# How long an answer waits for hold_until_in_flight requests: reached only
+# when the client sends fewer at once than the test expects.
+HOLD_LIMIT_S = 10.0
 CONTEXT_LENGTH_MESSAGE = (
     "This model's maximum context length is 8192 tokens. However, your messages resulted "
     "in 9500 tokens. Please reduce the length of the messages."
@@ -213,12 +216,19 @@ class FakeOpenAIServer:
     requests: list[SeenRequest] = field(default_factory=list)
     # Most chat requests being answered at the same moment: shows concurrency.
     peak_in_flight: int = 0
+    # Hold every answer until this many chat requests have been in flight at
+    # once (0: never), HOLD_LIMIT_S at most: a test of concurrency then
+    # depends on what the client sends together, not on how fast it sends.
+    hold_until_in_flight: int = 0
     _in_flight: int = 0
     _script: deque[Reply] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _httpd: ThreadingHTTPServer | None = None
     # Set on stop: hanging handlers hang up.
     _stopping: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self._in_flight_rose = threading.Condition(self._lock)
 
     @property
     def port(self) -> int:
@@ -288,6 +298,11 @@ class FakeOpenAIServer:
                 with server._lock:
                     server._in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server._in_flight)
+                    server._in_flight_rose.notify_all()
+                    server._in_flight_rose.wait_for(
+                        lambda: server.peak_in_flight >= server.hold_until_in_flight,
+                        timeout=HOLD_LIMIT_S,
+                    )
                 try:
                     answer = server._next_reply(body)
                     if answer.delay_s:

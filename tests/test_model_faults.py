@@ -339,6 +339,9 @@ def test_concurrency_overlaps_model_calls_and_keeps_records_identical(
 
     openai_server.peak_in_flight = 0
     openai_server.requests.clear()
+    # Each answer waits until 8 requests were in flight at once: sent
+    # together they all are, however slowly the machine sends them.
+    openai_server.responder, openai_server.hold_until_in_flight = echo_responder, 8
     run_four(
         pytester,
         openai_server,
@@ -403,7 +406,7 @@ def test_concurrency_ini_twin_and_option_wins(
     pytester.makeini("[pytest]\nctx_concurrency = 1\n")
     run_four(pytester, openai_server).assert_outcomes(passed=8)
     assert openai_server.peak_in_flight == 1
-    openai_server.peak_in_flight = 0
+    openai_server.peak_in_flight, openai_server.hold_until_in_flight = 0, 3
     run_four(pytester, openai_server, "--ctx-concurrency=3").assert_outcomes(passed=8)
     assert openai_server.peak_in_flight == 3
 
