@@ -10,7 +10,6 @@ as a live answer is bounded."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from .bounds import bounded_call as _bounded_call
 from .cassettes import CallContext, build_request, request_hash, response_problem
 from .client import _CALLS_LOCK, Completion, ModelClient, ModelError
 from .providers import PROVIDER, MockModelError, _reply_for
-from .text_hash import hash_items, text_only_items
+from .text_hash import items_digest, text_only_items
 from .tokens import count_text_tokens, window_tokens
 
 MOCK_PREFIX = f"{PROVIDER}/"
@@ -121,9 +120,7 @@ def _hashed(message: dict[str, Any]) -> Any:
     items = text_only_items(message)
     if items is None:
         return message
-    hasher = hashlib.blake2b(digest_size=32)
-    hash_items(hasher, sorted(items))
-    return hasher.hexdigest()
+    return items_digest(sorted(items), 32).hex()
 
 
 def model_client(model: str, **settings: Any) -> ModelClient:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..messages import identical_prefix_length, kept_after_new_first
 from .prefix_list import PrefixList
-from .text_hash import JSON_TAG, hash_items, text_only_items
+from .text_hash import JSON_TAG, items_digest, text_only_items
 
 Message = dict[str, Any]
 Tools = Sequence[dict[str, Any]]
@@ -178,12 +178,10 @@ class BlockCutter:
 def message_digest(message: Message, items: tuple[tuple[str, str | None], ...] | None) -> bytes:
     """A message's block hash: from its items when they are all text (see
     ``text_hash``), else from its JSON."""
-    hasher = hashlib.blake2b(digest_size=16)
     if items is not None:
-        hash_items(hasher, items)
-    else:
-        hasher.update(JSON_TAG)
-        hasher.update(serialise(message))
+        return items_digest(items)
+    hasher = hashlib.blake2b(JSON_TAG, digest_size=16)
+    hasher.update(serialise(message))
     return hasher.digest()
 
 

@@ -11,6 +11,7 @@ JSON, behind a different tag, so the two kinds never meet.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -45,3 +46,10 @@ def hash_items(hasher: Hasher, items: Iterable[tuple[str, str | None]]) -> None:
         hasher.update(b"%d:%d:" % (len(name), size))
         hasher.update(name)
         hasher.update(text)
+
+
+def items_digest(items: Iterable[tuple[str, str | None]], size: int = 16) -> bytes:
+    """The blake2b digest (``size`` bytes) of text-only items, in the order given."""
+    hasher = hashlib.blake2b(digest_size=size)
+    hash_items(hasher, items)
+    return hasher.digest()

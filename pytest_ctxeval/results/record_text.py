@@ -40,9 +40,8 @@ class TextsByIdentity:
     is held, so its id stays its own.  For the values a session's records
     share: equal values are one object (see ``shared_values``)."""
 
-    def __init__(self, write: Callable[[Any], str], kept: int = KEPT_TEXTS) -> None:
+    def __init__(self, write: Callable[[Any], str]) -> None:
         self._write = write
-        self._kept = kept
         self._texts: dict[int, tuple[Any, str]] = {}
         # Dropping the oldest entry iterates the dict: safe should records
         # ever be written from more than one thread.
@@ -54,7 +53,7 @@ class TextsByIdentity:
             return found[1]
         text = self._write(value)
         with self._lock:
-            if len(self._texts) >= self._kept:
+            if len(self._texts) >= KEPT_TEXTS:
                 del self._texts[next(iter(self._texts))]  # the oldest
             self._texts[id(value)] = (value, text)
         return text
