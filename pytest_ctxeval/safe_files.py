@@ -9,6 +9,7 @@ not followed either."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import tempfile
@@ -19,6 +20,9 @@ from pathlib import Path
 # Not on every platform (Windows has no symbolic links to fear here).
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# Large enough that zlib, which lets other threads run while it works,
+# holds the interpreter's lock a small part of the time.
+COPY_BLOCK = 1 << 20
 
 
 def open_no_follow(path: Path, *, append: bool = False) -> int:
@@ -67,6 +71,22 @@ def replace_with_copy(path: Path, source: Path) -> None:
             shutil.copyfileobj(read, write)
 
     _replace(path, copy)
+
+
+def replace_with_gzip(path: Path, source: Path, *, level: int) -> None:
+    """``replace_text`` with the bytes of ``source`` gzip-compressed at
+    ``level``, a block at a time; the same bytes for the same input (no name
+    or time in the header)."""
+
+    def compress(fd: int) -> None:
+        with (
+            source.open("rb") as read,
+            os.fdopen(os.dup(fd), "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", compresslevel=level, fileobj=raw, mtime=0) as out,
+        ):
+            shutil.copyfileobj(read, out, COPY_BLOCK)
+
+    _replace(path, compress)
 
 
 def replace_with_link(path: Path, source: Path) -> None:

@@ -4,6 +4,7 @@ items updates them in the latest results instead of replacing them."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -39,6 +40,15 @@ def run_folders(ctx: CtxProject) -> list[Path]:
     return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
 
 
+def kept_results(folder: Path) -> list[dict[str, object]]:
+    """A kept run's records: plain for the newest run, compressed for the others."""
+    packed = folder / "results.jsonl.gz"
+    if not packed.exists():
+        return read_jsonl(folder / "results.jsonl")
+    lines = gzip.decompress(packed.read_bytes()).decode("utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 def run_ids(records: list[dict[str, object]]) -> set[object]:
     return {r["run_id"] for r in records}
 
@@ -64,7 +74,7 @@ def test_each_run_keeps_its_results_and_report(
     newest = ctx.path / "reports" / "runs" / latest_id
     assert newest in folders
     for folder in folders:
-        kept = read_jsonl(folder / "results.jsonl")
+        kept = kept_results(folder)
         assert run_ids(kept) == {folder.name}
         assert len(kept) == 8
         assert "<html" in (folder / "ctxeval.html").read_text(encoding="utf-8")
@@ -77,6 +87,19 @@ def test_each_run_keeps_its_results_and_report(
     ).read_text(encoding="utf-8")
     shown = [line for line in second.outlines if line.startswith("run history: ")]
     assert len(shown) == 1 and shown[0].endswith(f"runs/{latest_id}")
+    # The newest run's results are the latest ones, plain; the older run's
+    # are kept compressed, and only so.
+    (older,) = [folder for folder in folders if folder != newest]
+    assert sorted(p.name for p in newest.iterdir()) == [
+        "ctxeval-run.json",
+        "ctxeval.html",
+        "results.jsonl",
+    ]
+    assert sorted(p.name for p in older.iterdir()) == [
+        "ctxeval-run.json",
+        "ctxeval.html",
+        "results.jsonl.gz",
+    ]
 
 
 def test_the_newest_run_shares_its_files_and_a_later_run_leaves_them_as_they_were(
@@ -91,14 +114,43 @@ def test_the_newest_run_shares_its_files_and_a_later_run_leaves_them_as_they_wer
     (first,) = run_folders(ctx)
     for name, kept in (("results.jsonl", "results.jsonl"), ("ctxeval.html", "ctxeval.html")):
         assert (reports / name).stat().st_ino == (first / kept).stat().st_ino
-    before = {name: (first / name).read_bytes() for name in ("results.jsonl", "ctxeval.html")}
+    results, report = ((first / name).read_bytes() for name in ("results.jsonl", "ctxeval.html"))
     # A partial rerun (merging the earlier items), then a full one.
     assert ctx.run(STRATEGIES, "-k", "short").ret == pytest.ExitCode.OK
     assert ctx.run("--ctx-strategy=full").ret == pytest.ExitCode.OK
-    assert {name: (first / name).read_bytes() for name in before} == before
-    assert len(read_jsonl(first / "results.jsonl")) == 8
+    # Kept as they were: the results compressed, byte for byte the same inside.
+    assert (first / "ctxeval.html").read_bytes() == report
+    assert gzip.decompress((first / "results.jsonl.gz").read_bytes()) == results
+    assert not (first / "results.jsonl").exists()
+    assert len(kept_results(first)) == 8
     # The earlier results' second name, kept for the merge, is gone again.
     assert sorted(p.name for p in reports.iterdir() if p.name.startswith(".results")) == []
+
+
+def test_older_runs_keep_their_results_compressed_and_the_commands_read_them(
+    ctx: CtxProject, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_ctxeval.cli import main
+    from pytest_ctxeval.results.store import load_results
+
+    two_scenarios(ctx)
+    assert ctx.run(STRATEGIES).ret == pytest.ExitCode.OK
+    plain = (ctx.path / "reports" / "results.jsonl").read_bytes()
+    (first_id,) = run_ids(ctx.results())
+    assert ctx.run(STRATEGIES).ret == pytest.ExitCode.OK
+    packed = ctx.path / "reports" / "runs" / first_id / "results.jsonl.gz"
+    assert packed.stat().st_size < len(plain) / 3
+    assert [r.model_dump(mode="json") for r in load_results(packed)] == [
+        json.loads(line) for line in plain.decode("utf-8").splitlines()
+    ]
+    monkeypatch.chdir(ctx.path)
+    capsys.readouterr()
+    assert main(["compare", "previous", "latest"]) == 0
+    assert "(0 got worse, 0 got better, 8 items)" in capsys.readouterr().out
+    assert main(["report", str(packed), "-o", "old.html"]) == 0
+    assert 'Items (<span id="item-count">8</span>)' in Path("old.html").read_text("utf-8")
+    assert main(["merge", str(packed), "-o", "plain.jsonl"]) == 0
+    assert Path("plain.jsonl").read_bytes() == plain
 
 
 def test_a_rerun_merges_the_earlier_results_where_files_cannot_be_linked(
@@ -118,7 +170,7 @@ def test_a_rerun_merges_the_earlier_results_where_files_cannot_be_linked(
     assert len(records) == 8
     assert {r["run_id"] for r in records if r["scenario"] == "recall"} == {first_id}
     first = ctx.path / "reports" / "runs" / first_id
-    assert len(read_jsonl(first / "results.jsonl")) == 8  # copied, and left whole
+    assert len(kept_results(first)) == 8  # copied, and left whole
 
 
 def test_a_killed_run_s_leftover_does_not_stand_for_the_earlier_results(ctx: CtxProject) -> None:

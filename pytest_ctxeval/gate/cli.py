@@ -58,6 +58,10 @@ def add_commands(command: AddCommand) -> None:
 
 
 def _is_baseline(path: Path) -> bool:
+    from ..results.reading import is_gzip
+
+    if is_gzip(path):  # a kept run's results
+        return False
     with path.open(encoding="utf-8") as fh:
         head = fh.read(4096).lstrip()
     return head.startswith("{\n") or head.startswith('{"version"') or '"entries"' in head[:200]

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..output_loss import RunOutputs
     from ..results.record import ResultRecord
     from ..results.run_info import RunInfo
+    from .packing import Packing
     from .partial import PreviousResults
 
 
@@ -28,6 +29,7 @@ class RunHistory:
         self.merges = not (options.fresh or run.shard is not None)
         # Read only once the run has scenarios: a run without them imports nothing heavy.
         self._previous: PreviousResults | None = None
+        self._packing: Packing | None = None
         self.saved: Path | None = None
 
     @property
@@ -41,6 +43,12 @@ class RunHistory:
     def before_writing(self) -> None:
         if self.merges:
             self.previous.read(self.results)
+        if self.options.keep_runs > 0:
+            from .packing import Packing
+            from .store import runs_folder
+
+            # The kept runs' results compressed while this run works.
+            self._packing = Packing(runs_folder(self.results))
 
     def merged(self, records: list[ResultRecord], outputs: RunOutputs) -> list[ResultRecord]:
         """The records the results file and the report hold: this run's and,
@@ -90,6 +98,9 @@ class RunHistory:
     ) -> Path | None:
         """Keep this run under runs/<run_id>/ (OSError when that fails)."""
         from .store import marker_text, runs_folder, save_run
+
+        if self._packing is not None:  # done with the runs that pruning may remove
+            self._packing.wait()
 
         marker = marker_text(
             run_info.run_id,

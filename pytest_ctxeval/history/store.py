@@ -1,7 +1,8 @@
 """The run history folder: ``runs/<run_id>/`` next to the results file, one
 folder per run with its results, its report and a marker file.  The newest
 run's results and report are hard links to the latest ones (no second copy
-on disk): the plugin writes every file anew, never in place.
+on disk): the plugin writes every file anew, never in place.  The results
+of older runs are kept compressed (see packing).
 
 Only a folder holding the marker is a run: pruning and listing never touch
 anything else a user keeps there.  Each file is written whole to a temporary
@@ -26,6 +27,8 @@ from ..safe_files import replace_text, replace_with_link
 RUNS_FOLDER = "runs"
 MARKER = "ctxeval-run.json"
 RESULTS_NAME = "results.jsonl"
+# The results of a run older than the newest, gzip-compressed (see packing).
+PACKED_RESULTS_NAME = RESULTS_NAME + ".gz"
 REPORT_NAME = "ctxeval.html"
 # What a marker says it is: a folder this plugin wrote.
 MARKER_KIND = "pytest-ctxeval run"
@@ -53,7 +56,10 @@ class RunEntry:
 
     @property
     def results(self) -> Path:
-        return self.folder / RESULTS_NAME
+        """The run's results file: compressed once a later run has been kept
+        (the compressed file is whole as soon as it has its name)."""
+        packed = self.folder / PACKED_RESULTS_NAME
+        return packed if packed.is_file() else self.folder / RESULTS_NAME
 
     @property
     def report(self) -> Path:

@@ -3,8 +3,10 @@ frames built from it."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ..kept_objects import collector_paused
 from .record import ResultRecord
@@ -17,7 +19,7 @@ def iter_results(path: Path) -> Iterator[ResultRecord]:
     as in the run that wrote them.  ValueError names the line that is not a
     record."""
     shared = SharedValues()
-    with path.open(encoding="utf-8") as fh:
+    with open_results(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
@@ -27,6 +29,20 @@ def iter_results(path: Path) -> Iterator[ResultRecord]:
                 raise ValueError(f"{path}:{lineno}: not a result record: {exc}") from None
             shared.share(record)
             yield record
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether ``path`` is gzip-compressed (by its first bytes, not its name)."""
+    with path.open("rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def open_results(path: Path) -> TextIO:
+    """``path`` opened for reading its lines, as text whether it is plain or
+    gzip-compressed (a kept run's results, or a file a user compressed)."""
+    if is_gzip(path):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
 
 
 def read_results(path: Path) -> list[ResultRecord]:
