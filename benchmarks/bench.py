@@ -365,9 +365,10 @@ def two_halves_at_once(cwd: Path, *args: str) -> float:
     return time.perf_counter() - start
 
 
-def xdist_own_cpu() -> tuple[float, float]:
-    """CPU time of a one-test project without this plugin, serial and with
-    ``-n 2`` (best of 3 each): what pytest-xdist costs by itself."""
+def xdist_own_cpu(items: int = 1, rounds: int = 3) -> tuple[float, float]:
+    """CPU time of a project of ``items`` empty tests without this plugin,
+    serial and with ``-n 2`` (best of ``rounds`` each): what pytest-xdist
+    costs by itself, its workers' start and its reports of that many items."""
     import resource
 
     def cpu(*extra: str) -> float:
@@ -385,9 +386,14 @@ def xdist_own_cpu() -> tuple[float, float]:
 
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        (project / "test_trivial.py").write_text("def test_ok():\n    assert True\n")
+        (project / "test_trivial.py").write_text(
+            "import pytest\n\n\n"
+            f"@pytest.mark.parametrize('i', range({items}))\n"
+            "def test_ok(i):\n    assert True\n"
+        )
         (project / "pytest.ini").write_text("[pytest]\n")
-        return min(cpu("-p", "no:xdist") for _ in range(3)), min(cpu("-n", "2") for _ in range(3))
+        serial = min(cpu("-p", "no:xdist") for _ in range(rounds))
+        return serial, min(cpu("-n", "2") for _ in range(rounds))
 
 
 def cpu_loops_at_once() -> float:
@@ -545,6 +551,25 @@ def xdist_row(name: str, project: Path, *extra: str) -> None:
         f"{ceiling:.2f}x on 2 cores); two halves at once {split:5.1f} s "
         f"({serial / split:.2f}x)"
     )
+    # pytest-xdist's own cost grows with the items (each sends three reports
+    # through its pipe and the controller reads them): that many empty tests
+    # show the ceiling it leaves a run however little the plugin adds.
+    items = results_lines(project / "out" / "results.jsonl")
+    bare_serial, bare_parallel = xdist_own_cpu(items, rounds=2)
+    xdist_cost = bare_parallel - bare_serial
+    print(
+        f"  {'':<31} pytest-xdist by itself on {items:,} empty tests: {xdist_cost:+.1f} s of "
+        f"CPU under -n 2 ({xdist_cost / items * 1e6:.0f} us a test, its workers' start "
+        f"included), so at most {2 * serial_cpu / (serial_cpu + xdist_cost):.2f}x on 2 cores "
+        f"for this run were the plugin to cost nothing more under -n 2; the plugin's own "
+        f"share of the extra CPU: {parallel_cpu - serial_cpu - xdist_cost:+.1f} s"
+    )
+
+
+def results_lines(path: Path) -> int:
+    """The records of a results file: one a line."""
+    with path.open("rb") as lines:
+        return sum(1 for line in lines if line.strip())
 
 
 # The LoCoMo-size run of docs/importing.md: 16,720 items, records of ~29 KB.
