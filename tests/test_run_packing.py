@@ -44,9 +44,10 @@ def test_every_kept_run_is_compressed_once_and_reads_back_the_same(tmp_path: Pat
 
 
 def test_a_run_killed_while_packing_is_finished_by_the_next(tmp_path: Path) -> None:
-    # Killed after the rename: both files, the compressed one whole.
+    # Killed after the rename: both files (the compressed one may be cut
+    # short, should the disk have failed it: compressed again).
     renamed = kept_run(tmp_path, "renamed", "2026-12-01")
-    (renamed / "results.jsonl.gz").write_bytes(gzip.compress(LINES))
+    (renamed / "results.jsonl.gz").write_bytes(gzip.compress(LINES)[:50])
     # Killed while writing: a temporary file beside the plain one.
     writing = kept_run(tmp_path, "writing", "2026-12-02")
     (writing / ".results.jsonl.gz.x1y2.tmp").write_bytes(b"\x1f\x8b half")
@@ -54,6 +55,19 @@ def test_a_run_killed_while_packing_is_finished_by_the_next(tmp_path: Path) -> N
     for run in (renamed, writing):
         assert sorted(p.name for p in run.iterdir()) == [MARKER, "results.jsonl.gz"]
         assert gzip.decompress((run / "results.jsonl.gz").read_bytes()) == LINES
+
+
+def test_a_linked_compressed_file_is_replaced_not_trusted(tmp_path: Path) -> None:
+    run = kept_run(tmp_path, "run", "2026-12-01")
+    elsewhere = tmp_path / "elsewhere.gz"
+    elsewhere.write_bytes(gzip.compress(b"not these results\n"))
+    (run / "results.jsonl.gz").symlink_to(elsewhere)
+    (entry,) = list_runs(tmp_path)
+    assert entry.results == run / "results.jsonl"  # the link is not read as the run's
+    assert pack_run(run)
+    assert not (run / "results.jsonl.gz").is_symlink()
+    assert gzip.decompress((run / "results.jsonl.gz").read_bytes()) == LINES
+    assert gzip.decompress(elsewhere.read_bytes()) == b"not these results\n"
 
 
 def test_a_linked_results_file_is_not_followed(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ run compresses the runs it finds in a thread beside its own work (zlib runs
 without holding the interpreter's lock) and waits for it only before it
 keeps itself.  Each file is compressed under a temporary name, renamed into
 place, and only then is the plain file removed: a reader finds one or the
-other whole, and a run killed on the way leaves at worst both."""
+other whole, and a run killed on the way leaves at worst both (the next
+run compresses that one again)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ def pack_run(run: Path) -> bool:
         leftover.unlink(missing_ok=True)
     if plain.is_symlink() or not plain.is_file():
         return False
-    if not packed.is_file():  # when it is, a run packed it and was killed before this
-        replace_with_gzip(packed, plain, level=LEVEL)
+    # Over any compressed file already there (a run killed before it removed
+    # the plain one, or a link): the plain file is the one known whole.
+    replace_with_gzip(packed, plain, level=LEVEL)
     plain.unlink()
     return True
 

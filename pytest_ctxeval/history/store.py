@@ -59,7 +59,9 @@ class RunEntry:
         """The run's results file: compressed once a later run has been kept
         (the compressed file is whole as soon as it has its name)."""
         packed = self.folder / PACKED_RESULTS_NAME
-        return packed if packed.is_file() else self.folder / RESULTS_NAME
+        if packed.is_file() and not packed.is_symlink():
+            return packed
+        return self.folder / RESULTS_NAME
 
     @property
     def report(self) -> Path:
