@@ -35,7 +35,7 @@ from ..gate.baseline import Key, record_key
 from ..gate.compare import Scope
 from ..kept_objects import FREEZE_EVERY_RECORDS, keep_out_of_full_collections
 from ..results.record import ResultRecord
-from ..results.shared_values import SharedValues
+from ..results.record_lines import RecordLines
 
 
 class _Earlier(BaseModel):
@@ -143,7 +143,7 @@ class PreviousResults:
         mine: dict[Key, ResultRecord] = {record_key(r): r for r in records}
         out: list[ResultRecord] = []
         placed: set[Key] = set()
-        shared = SharedValues()
+        lines = RecordLines()
         with self._open() as fh:
             for old, offset, length in self.earlier:
                 key = old.key
@@ -154,8 +154,7 @@ class PreviousResults:
                     placed.add(key)
                 elif old.model == model and old.repeat == repeat and stands(key):
                     fh.seek(offset)
-                    record = ResultRecord.model_validate_json(fh.read(length))
-                    shared.share(record)
+                    record = lines.record(fh.read(length).decode("utf-8"))
                     out.append(record)
                     placed.add(key)
                     self.kept += 1

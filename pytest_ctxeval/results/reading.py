@@ -10,7 +10,7 @@ from typing import TextIO
 
 from ..kept_objects import collector_paused
 from .record import ResultRecord
-from .shared_values import SharedValues
+from .record_lines import RecordLines
 
 
 def iter_results(path: Path) -> Iterator[ResultRecord]:
@@ -18,16 +18,15 @@ def iter_results(path: Path) -> Iterator[ResultRecord]:
     records repeat (its fact ledger, its per-request series) are one object,
     as in the run that wrote them.  ValueError names the line that is not a
     record."""
-    shared = SharedValues()
+    lines = RecordLines()
     with open_results(path) as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                record = ResultRecord.model_validate_json(line)
+                record = lines.record(line)
             except ValueError as exc:
                 raise ValueError(f"{path}:{lineno}: not a result record: {exc}") from None
-            shared.share(record)
             yield record
 
 

@@ -62,6 +62,12 @@ class TextsByIdentity:
 _shared_texts = TextsByIdentity(dumps)
 
 
+def shared_field_text(name: str, value: Any) -> str:
+    """How a shared field stands in a record's line when a field comes
+    before it (every shared field sorts after ``answer``): ``, "name": ...``."""
+    return f", {dumps(name)}: {_shared_texts.text(value)}"
+
+
 def record_dumps(data: dict[str, Any]) -> str:
     """``dumps(data)`` for a record's fields (str keys): the values of the
     shared fields from their kept text.  TypeError or ValueError, as
