@@ -3,7 +3,7 @@ LoCoMo-size results file is 486 MB plain and about 80 MB so, and twenty
 runs are kept.  The newest run's results file is also the latest results
 (one file, two names), so it stays plain until a later run replaces them.
 
-Compressing takes seconds at that size (about 4 s of CPU for 486 MB), so a
+Compressing takes seconds at that size (1.8 s of CPU for 486 MB), so a
 run compresses the runs it finds in a thread beside its own work (zlib runs
 without holding the interpreter's lock) and waits for it only before it
 keeps itself.  Each file is compressed under a temporary name, renamed into
