@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from .record import ResultRecord
-from .record_text import SHARED_FIELDS, dumps, shared_field_text
+from .record_text import SHARED_FIELDS, dumps, field_start, shared_field_text, written_once
 from .shared_values import SharedValues, session_of
 
 Session = tuple[str, str, str]
@@ -29,14 +29,14 @@ Session = tuple[str, str, str]
 RECENT_SESSIONS = 32
 # Where a field's text starts, as record_text writes it: the shared fields,
 # and the two that tell a line's session (with its scenario file).
-_FIELD_STARTS = {name: f', "{name}": ' for name in (*SHARED_FIELDS, "scenario", "strategy")}
+_FIELD_STARTS = {name: field_start(name) for name in (*SHARED_FIELDS, "scenario", "strategy")}
 
 
 class RecordLines:
     """Lines of a results file to records, a session's shared values held once."""
 
     def __init__(self) -> None:
-        self.shared = SharedValues()
+        self._shared = SharedValues()
         # Per session: each shared value it holds, with its text in a line.
         self._texts: dict[Session, dict[str, tuple[Any, str]]] = {}
         # Per session: how its every line gives its scenario and its strategy.
@@ -48,7 +48,7 @@ class RecordLines:
         record = self._without_known_text(line)
         if record is None:
             record = ResultRecord.model_validate_json(line)
-        self.shared.share(record)
+        self._shared.share(record)
         self._note(record)
         return record
 
@@ -111,7 +111,7 @@ class RecordLines:
             )
         for name in SHARED_FIELDS:
             value = getattr(record, name, None)
-            if not value or type(value) not in (dict, list):
+            if not written_once(value):
                 continue
             held = texts.get(name)
             if held is None or held[0] is not value:

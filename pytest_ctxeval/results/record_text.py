@@ -62,10 +62,21 @@ class TextsByIdentity:
 _shared_texts = TextsByIdentity(dumps)
 
 
+def written_once(value: Any) -> bool:
+    """Whether a shared field's value is written from its kept text."""
+    return type(value) in (dict, list) and bool(value)
+
+
+def field_start(name: str) -> str:
+    """Where a field starts in a record's line when a field comes before it
+    (every shared field sorts after ``answer``): ``, "name": ``."""
+    return f", {dumps(name)}: "
+
+
 def shared_field_text(name: str, value: Any) -> str:
-    """How a shared field stands in a record's line when a field comes
-    before it (every shared field sorts after ``answer``): ``, "name": ...``."""
-    return f", {dumps(name)}: {_shared_texts.text(value)}"
+    """How a shared field stands in a record's line: its start, then the
+    kept text of its value."""
+    return field_start(name) + _shared_texts.text(value)
 
 
 def record_dumps(data: dict[str, Any]) -> str:
@@ -76,7 +87,7 @@ def record_dumps(data: dict[str, Any]) -> str:
     between: dict[str, Any] = {}
     for key in sorted(data):
         value = data[key]
-        if key in _SHARED and type(value) in (dict, list) and value:
+        if key in _SHARED and written_once(value):
             if between:
                 parts.append(dumps(between)[1:-1])
                 between = {}
