@@ -8,10 +8,13 @@ Written as ``record_text`` writes them, the text of each value a session
 holds is known.  A line that holds that text at that field's place is
 parsed without it, and the record gets the object the session holds.
 
-Which session a line belongs to is found by the text: the session read
-last whose scenario and strategy the line names and whose values it holds.
-The record parsed must then be of that session and lack every field cut
-out (so each cut was the record's own field, not a look-alike nested inside
+Which session a line belongs to is found by the text: of the sessions read
+last, the one its scenario and strategy name (the last read, should two
+scenario files hold the same scenario id).  A value's text is held once the
+value has come twice in a row, and only when it is long enough to pay for
+looking (a file of small records reads within 5 % of a plain parse).  The
+record parsed must then be of that session and lack every field cut out
+(so each cut was the record's own field, not a look-alike nested inside
 another value ahead of it); otherwise the line is parsed whole.  Either way
 the record is the same."""
 
@@ -24,11 +27,14 @@ from .record_text import SHARED_FIELDS, dumps, field_start, shared_field_text, w
 from .shared_values import SharedValues, session_of
 
 Session = tuple[str, str, str]
-# Sessions whose texts are tried, the last read first: under xdist the
-# records of a scenario's strategies on both workers come interleaved.
+# Sessions held, the last read: under xdist the records of a scenario's
+# strategies on both workers come interleaved.
 RECENT_SESSIONS = 32
+# The shortest value text worth cutting out: below it, finding it costs
+# about what parsing it does.
+MIN_CUT = 512
 # Where a field's text starts, as record_text writes it: the shared fields,
-# and the two that tell a line's session (with its scenario file).
+# and the two that name a line's session (with its scenario file).
 _FIELD_STARTS = {name: field_start(name) for name in (*SHARED_FIELDS, "scenario", "strategy")}
 
 
@@ -37,46 +43,37 @@ class RecordLines:
 
     def __init__(self) -> None:
         self._shared = SharedValues()
-        # Per session: each shared value it holds, with its text in a line.
-        self._texts: dict[Session, dict[str, tuple[Any, str]]] = {}
-        # Per session: how its every line gives its scenario and its strategy.
-        self._says: dict[Session, tuple[str, str]] = {}
-        self._recent: list[Session] = []
+        # The sessions read last, the least recent first: each shared value
+        # it holds, with its text in a line once the value has come twice (a
+        # session of one record, or a value that changes with every record,
+        # is not worth writing out; "" for a text too short to pay).
+        self._held: dict[Session, dict[str, tuple[Any, str | None]]] = {}
+        # Those of them holding a text worth cutting, by how a line names
+        # them (see _name_of).
+        self._named: dict[tuple[str, str], Session] = {}
 
     def record(self, line: str) -> ResultRecord:
         """The record of ``line``; ValueError when it is not one."""
         record = self._without_known_text(line)
         if record is None:
             record = ResultRecord.model_validate_json(line)
-        self._shared.share(record)
-        self._note(record)
+        self._note(record, self._shared.share(record))
         return record
 
     def _without_known_text(self, line: str) -> ResultRecord | None:
-        found: dict[str, int] = {}  # where each field starts in the line, or -1
-
-        def where(name: str) -> int:
-            if name not in found:
-                found[name] = line.find(_FIELD_STARTS[name])
-            return found[name]
-
-        def says(name: str, text: str) -> bool:
-            at = where(name)
-            return at >= 0 and line.startswith(text, at)
-
-        for session in self._recent:
-            scenario, strategy = self._says[session]
-            if not (says("strategy", strategy) and says("scenario", scenario)):
+        if not self._named:
+            return None
+        session = self._named.get((_string_at(line, "scenario"), _string_at(line, "strategy")))
+        if session is None:
+            return None
+        cuts = []
+        for name, (value, text) in self._held[session].items():
+            if not text:
                 continue
-            held = self._texts[session]
-            cuts = [
-                (where(name), where(name) + len(text), name, value)
-                for name, (value, text) in held.items()
-                if says(name, text)
-            ]
-            if cuts:
-                return self._parsed_without(line, session, cuts)
-        return None
+            at = line.find(_FIELD_STARTS[name])
+            if at >= 0 and line.startswith(text, at):
+                cuts.append((at, at + len(text), name, value))
+        return self._parsed_without(line, session, cuts) if cuts else None
 
     @staticmethod
     def _parsed_without(
@@ -99,28 +96,42 @@ class RecordLines:
             setattr(record, name, value)
         return record
 
-    def _note(self, record: ResultRecord) -> None:
-        """Hold the text of each value the record's session now holds."""
+    def _note(self, record: ResultRecord, holds: dict[str, Any]) -> None:
+        """Hold each shared value the record holds (``holds``), and its text
+        once it has come twice; the session becomes the most recent."""
         session = session_of(record)
-        texts = self._texts.setdefault(session, {})
-        if session not in self._says:
-            _, scenario, strategy = session
-            self._says[session] = (
-                f"{_FIELD_STARTS['scenario']}{dumps(scenario)}",
-                f"{_FIELD_STARTS['strategy']}{dumps(strategy)}",
-            )
-        for name in SHARED_FIELDS:
-            value = getattr(record, name, None)
+        held = self._held.pop(session, {})
+        self._held[session] = held
+        for name, value in holds.items():
             if not written_once(value):
                 continue
-            held = texts.get(name)
-            if held is None or held[0] is not value:
-                texts[name] = (value, shared_field_text(name, value))
-        if self._recent and self._recent[0] == session:
-            return
-        if session in self._recent:
-            self._recent.remove(session)
-        self._recent.insert(0, session)
-        for gone in self._recent[RECENT_SESSIONS:]:  # its next line, if any, is read whole
-            del self._texts[gone], self._says[gone]
-        del self._recent[RECENT_SESSIONS:]
+            kept = held.get(name)
+            if kept is None or kept[0] is not value:
+                held[name] = (value, None)  # a new value: it may not come again
+            elif kept[1] is None:  # the same value twice: its text, if cutting it pays
+                text = shared_field_text(name, value)
+                held[name] = (value, text if len(text) >= MIN_CUT else "")
+                if len(text) >= MIN_CUT:
+                    self._named[_name_of(session)] = session
+        while len(self._held) > RECENT_SESSIONS:  # its next line, if any, is read whole
+            gone = next(iter(self._held))
+            del self._held[gone]
+            self._named.pop(_name_of(gone), None)
+
+
+def _name_of(session: Session) -> tuple[str, str]:
+    """How a line names ``session``: its scenario and strategy as JSON text."""
+    _, scenario, strategy = session
+    return dumps(scenario), dumps(strategy)
+
+
+def _string_at(line: str, name: str) -> str:
+    """The JSON string text of field ``name`` in ``line`` (quotes included),
+    or "" when it is not found as written; what a look-alike gives is caught
+    once the line is parsed."""
+    at = line.find(_FIELD_STARTS[name])
+    if at < 0:
+        return ""
+    begin = at + len(_FIELD_STARTS[name])
+    end = line.find('", ', begin)
+    return line[begin : end + 1] if end >= 0 else ""

@@ -22,21 +22,24 @@ class SharedValues:
         # Per session (scenario file, scenario, strategy): the values kept last.
         self._kept: dict[tuple[str, str, str], dict[str, Any]] = {}
 
-    def share(self, record: ResultRecord) -> None:
+    def share(self, record: ResultRecord) -> dict[str, Any]:
         """Point ``record``'s shareable fields at the values its session kept,
-        where they are equal."""
+        where they are equal; the values it then holds, by field (those set)."""
         kept = self._kept.setdefault(session_of(record), {})
+        holds = {}
         for name in SHARED_FIELDS:
             value = getattr(record, name, None)
             if not value:
                 continue
             before = kept.get(name)
-            if before is value:
-                continue
-            if same_value(before, value):
-                setattr(record, name, before)
-            else:
-                kept[name] = value
+            if before is not value:
+                if same_value(before, value):
+                    setattr(record, name, before)
+                    value = before
+                else:
+                    kept[name] = value
+            holds[name] = value
+        return holds
 
     def forget(self, session: tuple[str, str, str]) -> None:
         """Drop what ``session`` (scenario file, scenario, strategy) kept: it
