@@ -3,7 +3,9 @@ records come out as a plain parse gives them, whatever the lines hold."""
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +153,30 @@ def test_a_session_whose_lines_come_back_after_many_others_is_still_read_right()
     assert [r.model_dump() for r in read] == [
         json.loads(json.dumps(r.model_dump())) for r in written
     ]
+
+
+@pytest.mark.parametrize(
+    ("damage", "line"),
+    [
+        (lambda packed: packed[: len(packed) // 2], r"\d+"),  # cut short
+        (lambda packed: packed[:3] + b"\xff" * 40, "1"),  # not gzip past its first bytes
+    ],
+    ids=["cut-short", "damaged"],
+)
+def test_a_damaged_compressed_results_file_is_one_clear_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    damage: Callable[[bytes], bytes],
+    line: str,
+) -> None:
+    from pytest_ctxeval.cli import main
+
+    plain = tmp_path / "results.jsonl"
+    write_results(plain, interleaved())
+    packed = tmp_path / "results.jsonl.gz"
+    packed.write_bytes(damage(gzip.compress(plain.read_bytes())))
+    with pytest.raises(ValueError, match=rf"results\.jsonl\.gz:{line}: expected gzip-compressed"):
+        load_results(packed)
+    assert main(["report", str(packed), "-o", str(tmp_path / "report.html")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results.jsonl.gz:" in err and "Traceback" not in err

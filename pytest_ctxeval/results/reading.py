@@ -4,6 +4,7 @@ frames built from it."""
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -17,10 +18,21 @@ def iter_results(path: Path) -> Iterator[ResultRecord]:
     """The records of ``path`` in order; equal values that a session's
     records repeat (its fact ledger, its per-request series) are one object,
     as in the run that wrote them.  ValueError names the line that is not a
-    record."""
+    record, or where a compressed file stops being one."""
     lines = RecordLines()
     with open_results(path) as fh:
-        for lineno, line in enumerate(fh, 1):
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+                raise ValueError(
+                    f"{path}:{lineno + 1}: expected gzip-compressed result records, "
+                    f"the file is cut short or damaged here ({exc})"
+                ) from None
+            if not line:
+                return
+            lineno += 1
             if not line.strip():
                 continue
             try:
