@@ -419,3 +419,26 @@ def test_a_clock_inside_a_long_prompt_is_found_and_other_edits_are_not_clocks() 
     assert breaks_of(clock)[0]["reason"] == "timestamp"
     edited = [[system("10:00"), user], [system("10:00", "Be thorough and cite."), user]]
     assert breaks_of(edited)[0]["reason"] == "message_edited"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "same"),
+    [
+        ("a b", "a  b", True),
+        ("a b", "ab", True),  # words run together: the same characters apart from whitespace
+        ("ab", "a\tb\n", True),
+        ("a b", "a c", False),
+        ("x 12 older", "x 13 older", False),
+        ("abc", "abcd", False),
+        ("abc", "abc \n", True),
+        ("abc\u00a0", "abc", True),  # any Unicode whitespace
+        ("", " \n", True),
+    ],
+)
+def test_whitespace_only_means_the_same_text_once_whitespace_is_dropped(
+    old: str, new: str, same: bool
+) -> None:
+    from pytest_ctxeval.llm.cache_breaks import _only_whitespace_differs
+
+    assert _only_whitespace_differs(old, new) is same
+    assert _only_whitespace_differs(new, old) is same

@@ -52,7 +52,7 @@ def message_reason(
         return "key_order"
     if before.get("role") == after.get("role"):
         old, new = content_text(before), content_text(after)
-        if "".join(old.split()) == "".join(new.split()):
+        if _only_whitespace_differs(old, new):
             return "whitespace"
         if _only_time_differs(old, new):
             return "timestamp"
@@ -61,6 +61,17 @@ def message_reason(
     if after_digests[index] in set(before_digests.iter_from(index + 1)):
         return "message_removed"  # the window goes on with a message that came after it
     return "message_edited"
+
+
+def _only_whitespace_differs(old: str, new: str) -> bool:
+    """Whether the texts are the same but for whitespace.  Where they first
+    differ, one of the two characters is whitespace, or the texts' words
+    differ there: that look settles most edits (a listing that gained a line,
+    a rewritten summary) without splitting both texts."""
+    at = _common_prefix(old, new)
+    if at < len(old) and at < len(new) and not old[at].isspace() and not new[at].isspace():
+        return False
+    return "".join(old.split()) == "".join(new.split())
 
 
 def _only_time_differs(old: str, new: str) -> bool:
