@@ -100,7 +100,9 @@ class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
         self._shown: dict[int, Message] = {}  # message index -> as the window shows it
         self._tokens: dict[int, int] = {}  # message index -> its tokens as shown
         self._listing: list[str] = []  # per memory: its line in the listing
-        self._tool: dict[str, Any] | None = None  # rebuilt only when a memory is added
+        # Rebuilt only when the listing it carries changes (``listing="tool"``).
+        self._tool: dict[str, Any] | None = None
+        self._tools: list[dict[str, Any]] = []  # [_tool], for lent windows
         self._hygiene = Hygiene()
         self._originals: list[str] = []
         # Evicted turns, by history index: [_system_end, _head_gone) of the head
@@ -173,9 +175,12 @@ class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
         if self._tool is None:
             stable = self.listing == "message"
             self._tool = retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
+            self._tools = [self._tool]
         return Window(
             messages=messages,
-            tools=[self._tool],
+            # The same list while the tool is unchanged: replay then knows the
+            # tools are the ones it measured without reading them again.
+            tools=self._tools if lent else [self._tool],
             tool_handler=self.tool_handler,
             retrievable=retrievable,
         )
