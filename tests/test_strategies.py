@@ -454,6 +454,34 @@ def test_preview_shows_a_planted_line_deep_inside_a_json_dump() -> None:
     assert len(preview) < 400 and "\n" not in preview
 
 
+# Two lines of common words first: the head shows them, the odd lines come after.
+_COMMON = "status ok worker queue index deploy cluster shard " * 3
+_ODD_LINES = [
+    "Straßenbahn Zug\nalpha beta gamma\ndelta epsilon omega",  # ß is a letter: one word
+    "Ärger über Öl\nÄrger über Wasser\nΣΟΦΙΑ ΟΔΟΣ λόγος\nοδος σοφια ΟΔΟΣ ηλιος",
+    "\u212aelvin temperature reading\nkelvin scale\nscale \u212aelvin dial",  # Kelvin sign
+    "alpha beta gamma\r\nalpha beta\x85delta epsilon zeta\u2028gamma delta theta",
+    "same line twice twice\nsame line twice twice\nother words here",
+    "pear plum\napple kiwi mango",  # two odd words are enough
+]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [json_dump(60, planted_at=41), *(f"{_COMMON}\n{_COMMON}\n{odd}" for odd in _ODD_LINES)],
+)
+def test_preview_picks_the_lines_a_plain_reading_of_each_line_picks(text: str) -> None:
+    """A line's rare words: those of no other line, letters only, any case."""
+    lines = text.splitlines()
+    words = [set(re.findall(r"[^\W\d_]{3,}", line.lower())) for line in lines]
+    rare = [{w for w in ws if sum(w in other for other in words) == 1} for ws in words]
+    ranked = sorted((-len(r), i) for i, r in enumerate(rare) if len(r) >= 2)[:2]
+    expected = [" ".join(lines[i].split()) for _, i in sorted(ranked, key=lambda item: item[1])]
+    notable = [line for line in expected if line not in " ".join(text.split())[:100]]
+    preview = make_preview(text)
+    assert preview.split(" … ")[1:] == notable
+
+
 def test_preview_of_text_without_odd_lines_is_just_the_head() -> None:
     dump = json_dump(400)
     assert make_preview(dump) == " ".join(dump.split())[:100] + " …"

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 _SCHEMA = """
@@ -31,6 +32,8 @@ NOTABLE_LINES = 2
 NOTABLE_LINE_CHARS = 120
 # Letters only (no digits or underscores): SPECIAL_API_KEY gives special, api, key.
 _WORD = re.compile(r"[^\W\d_]{3,}")
+# The same words in lower-cased ASCII text, found faster (tool outputs mostly are).
+_ASCII_WORD = re.compile(r"[a-z]{3,}")
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,17 @@ def _notable_lines(text: str) -> list[str]:
     lines = text.splitlines()
     if len(lines) < 2:
         return []  # a single line is already represented by the head
-    words = [set(_WORD.findall(line.lower())) for line in lines]
-    seen_in = Counter(word for line_words in words for word in line_words)
+    # Lower-casing never makes or removes a line break: the lines stay aligned.
+    lower = text.lower()
+    word = _ASCII_WORD if lower.isascii() else _WORD
+    words = [set(word.findall(line)) for line in lower.splitlines()]
+    seen_in = Counter(chain.from_iterable(words))
+    once = {w for w, lines_with_it in seen_in.items() if lines_with_it == 1}
     scored: list[tuple[int, int, str]] = []
     for index, (line, line_words) in enumerate(zip(lines, words, strict=True)):
-        unique = {w for w in line_words if seen_in[w] == 1}
+        if len(line_words) < 2:
+            continue
+        unique = line_words & once
         if len(unique) >= 2:
             scored.append((-len(unique), index, _excerpt(line, unique)))
     best = sorted(scored)[:NOTABLE_LINES]
