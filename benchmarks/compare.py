@@ -37,11 +37,14 @@ from peers.workload import Conversation  # noqa: E402
 
 LABELS = {
     "ctxeval": "pytest-ctxeval (full, oracle)",
+    "ctxeval-headtail": "pytest-ctxeval (headtail)",
     "inspect": "Inspect AI (mockllm/model)",
     "promptfoo-js": "promptfoo (JS provider)",
     "promptfoo-py": "promptfoo (Python provider)",
 }
 HARNESS = "ctxeval"
+# This harness under each strategy the per-sample aim names (`full` is HARNESS).
+HARNESS_RUNS = ("ctxeval", "ctxeval-headtail")
 PER_SAMPLE_SHARE = 0.5  # target: per sample at most half of the fastest peer's
 XDIST_SPEEDUP = 1.8  # target: `-n 2` at least this much faster than serial
 OVER_TOKENIZING = 3.0  # target: a sample's model-free work at most this many times tokenizing it
@@ -84,8 +87,8 @@ def fixed_start(times: Times, pairs: int, count: int) -> float:
 def measure_once(
     tool: Tool, workload_dir: Path, runs: Path, count: int, workers: int = 1
 ) -> tuple[Measured, str]:
-    guard_retries = GUARD_RETRIES
     """One run of ``tool`` and its 'passed/total'; ToolFailed unless every sample passed."""
+    guard_retries = GUARD_RETRIES
     measured: Measured | None = None
     for _ in range(1 + guard_retries):
         out = Path(tempfile.mkdtemp(dir=runs, prefix=f"{tool.name}-"))
@@ -272,7 +275,7 @@ def report(
             print(f"note: {note}")
     base = records.get(HARNESS)
     if base is not None and not base.failed:
-        peers = {n: r for n, r in records.items() if n != HARNESS and not r.failed}
+        peers = {n: r for n, r in records.items() if n not in HARNESS_RUNS and not r.failed}
         print_targets(base, peers, pairs_sizes, count, floors)
 
 
@@ -461,31 +464,34 @@ def main(argv: list[str] | None = None) -> int:
 def shape_summary(
     by_shape: dict[str, dict[str, ToolRecord]], pairs_sizes: list[int], count: int
 ) -> None:
-    """Every per-sample ratio, peer / pytest-ctxeval, per shape and size (wall; CPU in
-    brackets), and the worst of them against the fastest peer: the figure to quote."""
+    """Every per-sample ratio, peer / pytest-ctxeval, per shape, size and strategy
+    (wall; CPU in brackets), and the worst of them: the figure to quote."""
     print("\nper-sample ratios, peer / pytest-ctxeval (above 1.00x pytest-ctxeval is faster)")
     worst: tuple[float, str] | None = None
     for shape, records in by_shape.items():
-        base = records.get(HARNESS)
-        if base is None or base.failed:
-            print(f"  {shape}: pytest-ctxeval not measured")
-            continue
-        for pairs in pairs_sizes:
-            ours = {k: per_sample(getattr(base, k), pairs, count) for k in ("wall", "cpu")}
-            cells = []
-            for name, record in records.items():
-                if name == HARNESS or record.failed:
-                    continue
-                ratio = {k: per_sample(getattr(record, k), pairs, count) / ours[k] for k in ours}
-                cells.append(f"{name} {ratio['wall']:.2f}x [{ratio['cpu']:.2f}x]")
-                where = f"{shape} @{pairs} pairs against {name}"
-                if worst is None or ratio["wall"] < worst[0]:
-                    worst = (ratio["wall"], where)
-            foreign = statistics.median(base.foreign) if base.foreign else 0.0
-            print(
-                f"  {shape:<15} @{pairs:<4} ours {ours['wall'] * 1000:6.1f} ms: "
-                f"{'; '.join(cells) or 'no peer'} (foreign load {foreign:.0%})"
-            )
+        for harness in HARNESS_RUNS:
+            base = records.get(harness)
+            if base is None or base.failed:
+                print(f"  {shape}: {LABELS[harness]} not measured")
+                continue
+            for pairs in pairs_sizes:
+                ours = {k: per_sample(getattr(base, k), pairs, count) for k in ("wall", "cpu")}
+                cells = []
+                for name, record in records.items():
+                    if name in HARNESS_RUNS or record.failed:
+                        continue
+                    ratio = {
+                        k: per_sample(getattr(record, k), pairs, count) / ours[k] for k in ours
+                    }
+                    cells.append(f"{name} {ratio['wall']:.2f}x [{ratio['cpu']:.2f}x]")
+                    where = f"{shape} @{pairs} pairs, {LABELS[harness]}, against {name}"
+                    if worst is None or ratio["wall"] < worst[0]:
+                        worst = (ratio["wall"], where)
+                foreign = statistics.median(base.foreign) if base.foreign else 0.0
+                print(
+                    f"  {shape:<15} @{pairs:<4} {harness:<17} {ours['wall'] * 1000:6.1f} ms: "
+                    f"{'; '.join(cells) or 'no peer'} (foreign load {foreign:.0%})"
+                )
     if worst is not None:
         print(f"  worst: {worst[0]:.2f}x, {worst[1]}")
 

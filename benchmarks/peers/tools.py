@@ -79,30 +79,48 @@ def _ctxeval_prepare(conversations: list[Conversation], folder: Path) -> Path:
     return folder
 
 
-def _ctxeval_command(workload: Path, out: Path, workers: int) -> Run:
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "scenarios",
-        "--ctx-strategy=full",
-        "--ctx-model=ctxeval/oracle",
-        "-p",
-        "no:cacheprovider",
-        f"--ctx-results={out / 'results.json'}",
-        f"--ctx-report={out / 'report.html'}",
-    ]
-    if workers > 1:
-        argv += ["-n", str(workers)]
-    return Run(argv, workload, offline_env())
+def _ctxeval_command(strategy: str) -> Callable[[Path, Path, int], Run]:
+    def command(workload: Path, out: Path, workers: int) -> Run:
+        argv = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "scenarios",
+            f"--ctx-strategy={strategy}",
+            "--ctx-model=ctxeval/oracle",
+            "-p",
+            "no:cacheprovider",
+            f"--ctx-results={out / 'results.json'}",
+            f"--ctx-report={out / 'report.html'}",
+        ]
+        if workers > 1:
+            argv += ["-n", str(workers)]
+        return Run(argv, workload, offline_env())
+
+    return command
+
+
+def _ctxeval_records(out: Path) -> list[dict[str, str]]:
+    results = out / "results.json"
+    if not results.exists():
+        return []
+    return [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
 
 
 def _ctxeval_passed(out: Path, _output: str) -> int:
-    results = out / "results.json"
-    if not results.exists():
-        return 0
-    records = [json.loads(line) for line in results.read_text().splitlines() if line.strip()]
+    records = _ctxeval_records(out)
     return sum(r["verdict"] == "pass" and r["classification"] == "ok" for r in records)
+
+
+def _ctxeval_evaluated(out: Path, _output: str) -> int:
+    """Samples scored with the whole evaluation behind them.  Under ``headtail``
+    the needle's turn can go to memory where the listing no longer shows it,
+    so a context-loss verdict (the ground truth passed) is the strategy's
+    result, not a run that stopped short; an error is."""
+    return sum(
+        (r["verdict"], r["classification"]) in {("pass", "ok"), ("fail", "context_loss")}
+        for r in _ctxeval_records(out)
+    )
 
 
 # --- Inspect AI -----------------------------------------------------------------------
@@ -210,7 +228,14 @@ def _ready() -> str | None:
 
 
 TOOLS: dict[str, Tool] = {
-    "ctxeval": Tool("ctxeval", _ready, _ctxeval_prepare, _ctxeval_command, _ctxeval_passed),
+    "ctxeval": Tool("ctxeval", _ready, _ctxeval_prepare, _ctxeval_command("full"), _ctxeval_passed),
+    "ctxeval-headtail": Tool(
+        "ctxeval-headtail",
+        _ready,
+        _ctxeval_prepare,
+        _ctxeval_command("headtail"),
+        _ctxeval_evaluated,
+    ),
     "inspect": Tool(
         "inspect", _inspect_missing, _inspect_prepare, _inspect_command, _inspect_passed
     ),
