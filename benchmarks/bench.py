@@ -450,13 +450,13 @@ def workload_figures() -> None:
 
 def tokenizing_floor(pairs: int = 200) -> None:
     """The model-free work of one sample against tokenizing its text once."""
-    from pytest_ctxeval.llm.local_tokenizer import count_locally, local_encoding
+    from pytest_ctxeval.llm.local_tokenizer import count_plainly, local_encoding
     from pytest_ctxeval.scenario.loader import parse_conversations
 
     conversation = parse_conversations(workload.pairs_scenario(0, pairs), "bench.yaml")[0]
     texts = [m.get("content") or "" for m in conversation.messages]
     encoding = local_encoding()
-    floor = best_of(5, lambda: [count_locally(encoding, t) for t in texts])
+    floor = best_of(5, lambda: [count_plainly(encoding, t) for t in texts])
     with tempfile.TemporaryDirectory() as tmp:
         per_sample, _ = per_sample_workload(Path(tmp), pairs, count=20)
     print(

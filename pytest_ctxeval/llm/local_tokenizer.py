@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import marshal
 import os
+import re
 import sys
 from functools import cache
 from pathlib import Path
@@ -158,10 +159,59 @@ def _write_cache(cached: Path, arguments: dict[str, Any]) -> None:
         partial.unlink(missing_ok=True)  # a cache that cannot be written is no cache
 
 
-def count_locally(encoding: Any, text: str) -> int:
+def count_plainly(encoding: Any, text: str) -> int:
     """Tokens of ``text``, chunked as litellm chunks it; special tokens such as
     ``<|endoftext|>`` count as the plain text they are in a message."""
     return sum(
         len(encoding.encode_ordinary(text[start : start + CHUNK_CHARS]))
         for start in range(0, len(text), CHUNK_CHARS)
     )
+
+
+def count_locally(encoding: Any, text: str) -> int:
+    """``count_plainly(encoding, text)``, with the lines of a chunk that were
+    counted before not tokenized again.
+
+    A text a strategy rebuilds on every turn from lines it sent before (a
+    memory listing, retrieved notes) would otherwise be tokenized whole each
+    time.  ENCODING's pattern never carries a token across a line break that
+    is followed by a character other than whitespace or "/" (no piece goes on
+    after a line break but a run of whitespace, or of line breaks and "/"
+    after punctuation), so a chunk's tokens are its lines' tokens added up.
+    A text's first chunk with lines is counted by lines; the rest only if
+    most of those lines had been counted before, so a long tool output of
+    lines seen once costs no more than counting it plainly."""
+    total = 0
+    by_lines: bool | None = None  # decided by the first chunk with a line break
+    for start in range(0, len(text), CHUNK_CHARS):
+        chunk = text[start : start + CHUNK_CHARS]
+        if by_lines is False or "\n" not in chunk:
+            total += len(encoding.encode_ordinary(chunk))
+            continue
+        tokens, lines, seen = _count_lines(encoding, chunk)
+        total += tokens
+        if by_lines is None:
+            by_lines = 2 * seen > lines
+    return total
+
+
+# Tokens of the lines counted so far (see count_locally), by their text.
+_LINE_TOKENS: dict[str, int] = {}
+_LINES_REMEMBERED = 200_000
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def _count_lines(encoding: Any, chunk: str) -> tuple[int, int, int]:
+    """The chunk's tokens, its lines, and how many were counted before."""
+    if len(_LINE_TOKENS) >= _LINES_REMEMBERED:
+        _LINE_TOKENS.clear()
+    lines = _LINE_START.split(chunk)
+    total = seen = 0
+    for line in lines:
+        tokens = _LINE_TOKENS.get(line)
+        if tokens is None:
+            tokens = _LINE_TOKENS[line] = len(encoding.encode_ordinary(line))
+        else:
+            seen += 1
+        total += tokens
+    return total, len(lines), seen
