@@ -482,6 +482,23 @@ def test_preview_picks_the_lines_a_plain_reading_of_each_line_picks(text: str) -
     assert preview.split(" … ")[1:] == notable
 
 
+@pytest.mark.parametrize(
+    "middle",
+    [
+        "short middle",
+        "x" * 100,
+        "x" * 90 + " " * 50,  # longer than 100 characters, not once collapsed
+        "word " * 20 + "w",  # 101 characters once collapsed
+        " \t" * 300 + "late start " * 30,  # the first 400 characters are whitespace
+        "a" + " " * 398 + "b" + " c" * 60,
+    ],
+)
+def test_preview_head_is_the_collapsed_text_cut_at_100_characters(middle: str) -> None:
+    collapsed = " ".join(middle.split())
+    expected = collapsed[:100] + (" …" if len(collapsed) > 100 else "")
+    assert make_preview(middle) == expected
+
+
 def test_preview_of_text_without_odd_lines_is_just_the_head() -> None:
     dump = json_dump(400)
     assert make_preview(dump) == " ".join(dump.split())[:100] + " …"

@@ -106,12 +106,22 @@ def make_preview(middle: str) -> str:
     A line stands out when it holds words found in no other line: in a dump of
     400 similar JSON rows, that is the one odd row (e.g. a planted secret).
     """
-    collapsed = " ".join(middle.split())
-    head = collapsed[:PREVIEW_HEAD]
+    head, more = _collapsed_head(middle)
     notable = [line for line in _notable_lines(middle) if line not in head]
     if notable:
         return " … ".join([head, *notable])
-    return head + (" …" if len(collapsed) > len(head) else "")
+    return head + (" …" if more else "")
+
+
+def _collapsed_head(text: str) -> tuple[str, bool]:
+    """The first PREVIEW_HEAD characters of ``text`` with each run of
+    whitespace one space, and whether more follows.  Collapsing a start of
+    the text gives a start of the collapsed text, so a long middle is not
+    collapsed whole for its first hundred characters."""
+    collapsed = " ".join(text[: 4 * PREVIEW_HEAD].split())
+    if len(collapsed) <= PREVIEW_HEAD:  # short, or mostly whitespace: all of it decides
+        collapsed = " ".join(text.split())
+    return collapsed[:PREVIEW_HEAD], len(collapsed) > PREVIEW_HEAD
 
 
 def _notable_lines(text: str) -> list[str]:
