@@ -40,8 +40,15 @@ def terms(text: str) -> list[str]:
 
 def has_term(text: str) -> bool:
     """Whether ``text`` has a content word: ``bool(terms(text))``, stopping
-    at the first one (most sentences begin with one)."""
-    return any(map(_TERM_OF.__getitem__, map(re.Match.group, _WORD.finditer(text))))
+    at the first one.  Most sentences begin with one, so the first word is
+    looked at before the scan of the rest is set up."""
+    first = _WORD.search(text)
+    if first is None:
+        return False
+    if _TERM_OF[first.group()]:
+        return True
+    rest = _WORD.finditer(text, first.end())
+    return any(map(_TERM_OF.__getitem__, map(re.Match.group, rest)))
 
 
 class _TermsOfWords(dict[str, str]):
