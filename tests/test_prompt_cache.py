@@ -438,7 +438,8 @@ def test_a_clock_inside_a_long_prompt_is_found_and_other_edits_are_not_clocks() 
 def test_whitespace_only_means_the_same_text_once_whitespace_is_dropped(
     old: str, new: str, same: bool
 ) -> None:
-    from pytest_ctxeval.llm.cache_breaks import _only_whitespace_differs
+    from pytest_ctxeval.llm.cache_breaks import _common_prefix, _only_whitespace_differs
 
-    assert _only_whitespace_differs(old, new) is same
-    assert _only_whitespace_differs(new, old) is same
+    at = _common_prefix(old, new)
+    assert _only_whitespace_differs(old, new, at) is same
+    assert _only_whitespace_differs(new, old, at) is same

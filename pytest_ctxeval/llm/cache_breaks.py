@@ -52,9 +52,10 @@ def message_reason(
         return "key_order"
     if before.get("role") == after.get("role"):
         old, new = content_text(before), content_text(after)
-        if _only_whitespace_differs(old, new):
+        start = _common_prefix(old, new)
+        if _only_whitespace_differs(old, new, start):
             return "whitespace"
-        if _only_time_differs(old, new):
+        if _only_time_differs(old, new, start):
             return "timestamp"
     if before_digests[index] in set(after_digests.iter_from(index + 1)):
         return "message_inserted"  # the earlier message is still there, further on
@@ -63,21 +64,21 @@ def message_reason(
     return "message_edited"
 
 
-def _only_whitespace_differs(old: str, new: str) -> bool:
-    """Whether the texts are the same but for whitespace.  Where they first
-    differ, one of the two characters is whitespace, or the texts' words
-    differ there: that look settles most edits (a listing that gained a line,
-    a rewritten summary) without splitting both texts."""
-    at = _common_prefix(old, new)
+def _only_whitespace_differs(old: str, new: str, at: int) -> bool:
+    """Whether the texts are the same but for whitespace (``at``: the length
+    of their common start).  Where they first differ, one of the two
+    characters is whitespace, or the texts' words differ there: that look
+    settles most edits (a listing that gained a line, a rewritten summary)
+    without splitting both texts."""
     if at < len(old) and at < len(new) and not old[at].isspace() and not new[at].isspace():
         return False
     return "".join(old.split()) == "".join(new.split())
 
 
-def _only_time_differs(old: str, new: str) -> bool:
-    """Whether the texts differ only in a date or time: one short stretch
-    that, with some context either side, reads the same without its times."""
-    start = _common_prefix(old, new)
+def _only_time_differs(old: str, new: str, start: int) -> bool:
+    """Whether the texts differ only in a date or time (``start``: the length
+    of their common start): one short stretch that, with some context either
+    side, reads the same without its times."""
     end = _common_prefix(old[start:][::-1], new[start:][::-1])
     if max(len(old), len(new)) - start - end > TIME_LENGTH_SLACK:
         return False
