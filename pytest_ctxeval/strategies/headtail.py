@@ -100,9 +100,10 @@ class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
         self._shown: dict[int, Message] = {}  # message index -> as the window shows it
         self._tokens: dict[int, int] = {}  # message index -> its tokens as shown
         self._listing: list[str] = []  # per memory: its line in the listing
-        # Rebuilt only when the listing it carries changes (``listing="tool"``).
-        self._tool: dict[str, Any] | None = None
-        self._tools: list[dict[str, Any]] = []  # [_tool], for lent windows
+        # [the retrieve tool]; None: to build again (``listing="tool"``: its
+        # description lists the memories).  The same list while the tool is
+        # unchanged: replay then knows the tools without reading them again.
+        self._tools: list[dict[str, Any]] | None = None
         self._hygiene = Hygiene()
         self._originals: list[str] = []
         # Evicted turns, by history index: [_system_end, _head_gone) of the head
@@ -172,15 +173,14 @@ class HeadTailStrategy(ListsAGrowingStore, TracksUserTurns, MemoryListing):
         retrievable = self._retrievable(self._originals, lent=lent)
         if not self._listing:
             return Window(messages=messages, retrievable=retrievable)
-        if self._tool is None:
+        if self._tools is None:
             stable = self.listing == "message"
-            self._tool = retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
-            self._tools = [self._tool]
+            self._tools = [
+                retrieve_tool(STABLE_TOOL_INTRO if stable else TOOL_INTRO + self._listed())
+            ]
         return Window(
             messages=messages,
-            # The same list while the tool is unchanged: replay then knows the
-            # tools are the ones it measured without reading them again.
-            tools=self._tools if lent else [self._tool],
+            tools=self._tools if lent else list(self._tools),
             tool_handler=self.tool_handler,
             retrievable=retrievable,
         )

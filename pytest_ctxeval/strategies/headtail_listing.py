@@ -35,7 +35,7 @@ class MemoryListing:
     listing: str  # "message" or "tool"
     count_tokens: Callable[[str], int]
     _listing: list[str]  # per memory: its line in the listing
-    _tool: dict[str, Any] | None  # rebuilt when a memory is added, if it lists them
+    _tools: list[dict[str, Any]] | None  # [the retrieve tool]; None: to build again
     _originals: list[str]
     _index_room: int | None  # tokens the listing message may take; None: no limit
 
@@ -91,7 +91,7 @@ class MemoryListing:
             )
         )
         if self.listing == "tool":
-            self._tool = None  # its description lists the memories
+            self._tools = None  # its description lists the memories
         self._originals.append(original)
         return entry.id
 
