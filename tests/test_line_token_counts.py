@@ -98,15 +98,14 @@ def test_a_listing_rebuilt_each_turn_counts_right_and_tokenizes_its_new_lines_on
     encoding: Any,
 ) -> None:
     spy = Encoded(encoding)
-    plain, tokenized = 0, 0
+    plain = 0
     for turn in range(1, 81):
         text = listing(max(1, turn - 39), turn)  # the newest 40, as headtail lists them
         assert count_locally(spy, text) == count_plainly(encoding, text)
         plain += len(text)
-    tokenized = spy.chars
     # Each turn: one new line, the changed "older" line, and the lines a chunk boundary cuts.
     assert len(listing(41, 80)) > 4 * CHUNK_CHARS
-    assert tokenized < plain / 4
+    assert spy.chars < plain / 4
 
 
 def test_a_long_output_of_new_lines_is_tokenized_once_in_whole_chunks(encoding: Any) -> None:
